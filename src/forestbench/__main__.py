@@ -1,0 +1,3 @@
+from forestbench.cli import main
+
+raise SystemExit(main())

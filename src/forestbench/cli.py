@@ -1,0 +1,34 @@
+"""Command line entry point: ``python -m forestbench <command> ...``.
+
+Each command lives in its own module exposing ``register(subparsers)``; the module sets ``func`` on its parser.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command modules, in the order of the data flow
+COMMAND_MODULES: list[str] = []
+
+
+class UserError(Exception):
+    """An error caused by input (config, files, arguments): printed without a traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="forestbench", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result = args.func(args)
+    except UserError as exc:
+        print(f"forestbench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return int(result or 0)
