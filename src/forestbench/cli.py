@@ -8,12 +8,10 @@ import argparse
 import importlib
 import sys
 
+from forestbench.errors import ForestbenchError
+
 # command modules, in the order of the data flow
 COMMAND_MODULES: list[str] = []
-
-
-class UserError(Exception):
-    """An error caused by input (config, files, arguments): printed without a traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result = args.func(args)
-    except UserError as exc:
+    except ForestbenchError as exc:
         print(f"forestbench {args.command}: error: {exc}", file=sys.stderr)
         return 2
     return int(result or 0)
