@@ -54,6 +54,8 @@ def read_label_xml(path: str | os.PathLike, with_parents: bool = False):
             parser.ParseFile(fh)
         except xml.parsers.expat.ExpatError as exc:
             raise ParseError(path, exc.lineno, f"malformed XML: {xml.parsers.expat.ErrorString(exc.code)}") from None
+        except (LookupError, ValueError) as exc:  # unknown encoding declared, undecodable text
+            raise ParseError(path, parser.CurrentLineNumber, f"malformed XML: {exc}") from None
     if not root_seen:
         raise ParseError(path, 1, "empty XML document")
     if not names:
