@@ -4,12 +4,14 @@
 rule prepare:
     output:
         "data/prepared/{dataset}.npz",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/prepare/{dataset}.log",
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
     shell:
-        "{PYTHON} -m forestbench prepare {wildcards.dataset} --registry {params.registry} "
+        "python -m forestbench prepare {wildcards.dataset} --registry {params.registry} "
         "--out {output} > {log} 2>&1"
 
 
@@ -19,10 +21,12 @@ rule split:
     output:
         npz="data/splits/{dataset}/{protocol}.npz",
         manifest="data/splits/{dataset}/{protocol}.json",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/split/{dataset}/{protocol}.log",
     params:
         protocol=protocol_json,
     shell:
-        "{PYTHON} -m forestbench split {wildcards.dataset} --prepared {input} "
+        "python -m forestbench split {wildcards.dataset} --prepared {input} "
         "--protocol {params.protocol:q} --out {output.npz} > {log} 2>&1"
