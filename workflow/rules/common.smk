@@ -12,13 +12,8 @@ FULL_PLAN = (
     else PLAN
 )
 
-for _experiment, _missing in PLAN.unavailable().items():
-    for _dataset, _reason in _missing.items():
-        print(
-            f"forestbench: experiment {_experiment}: dataset {_dataset} is unavailable and skipped "
-            f"({_reason}); supply it with 'local_path' in config/datasets.yaml",
-            file=sys.stderr,
-        )
+for _line in PLAN.describe():
+    print(f"forestbench: {_line}", file=sys.stderr)
 
 
 wildcard_constraints:
@@ -58,6 +53,7 @@ def all_records_of(wildcards):
 def all_targets():
     # run records are targets too: a deleted record is recomputed (only its job), then collected again
     targets = [PLAN.record_path(job) for job in PLAN.jobs()]
-    for name in PLAN.experiments:
-        targets += [PLAN.scores_path(name), f"results/{name}/summary.md"]
+    for name, exp in PLAN.experiments.items():
+        if exp.jobs():
+            targets += [PLAN.scores_path(name), f"results/{name}/summary.md"]
     return targets
