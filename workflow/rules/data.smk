@@ -2,6 +2,8 @@
 
 
 rule prepare:
+    input:
+        raw_inputs,  # download.smk: the verified raw files of a downloaded dataset (none for embedded ones)
     output:
         "data/prepared/{dataset}.npz",
     conda:
