@@ -146,6 +146,9 @@ class Plan:
             if not is_available(entry):
                 unavailable[dataset] = entry.get("unavailable_reason", "no public source is known")
                 continue
+            if not any(get_metric(m).applies_to(entry["task"]) for m in cfg["metrics"]):
+                raise ConfigError(f"experiment {name}: none of the metrics {cfg['metrics']} applies to dataset "
+                                  f"{dataset} (task {entry['task']})")
             protocol = protocol_of(self.registry, dataset, cfg["protocol"], self.protocols)
             n = n_splits_of(protocol)
             repeats[dataset] = min(n, max_repeats) if max_repeats else n
