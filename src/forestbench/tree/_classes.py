@@ -216,6 +216,12 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         If set, the tree is grown best-first (largest weighted impurity
         decrease first) up to this many leaves; otherwise depth-first.
     min_impurity_decrease : float
+    weighted_counts : bool, default True
+        With ``sample_weight``, ``min_samples_split`` and ``min_samples_leaf``
+        are compared to the *weighted* number of samples (sum of weights), so
+        integer weights (bootstrap counts) behave exactly like duplicated
+        rows. False gives scikit-learn's convention (they count distinct rows
+        with non-zero weight). Without ``sample_weight`` both are the same.
     random_state : int, RandomState or None
         An int seeds the kernel's own xorshift generator directly, so results
         do not depend on numpy's global state.
@@ -235,7 +241,7 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
 
     def __init__(self, *, splitter="best", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, max_features=None, max_leaf_nodes=None,
-                 min_impurity_decrease=0.0, random_state=None):
+                 min_impurity_decrease=0.0, weighted_counts=True, random_state=None):
         self.splitter = splitter
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -243,6 +249,7 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         self.max_features = max_features
         self.max_leaf_nodes = max_leaf_nodes
         self.min_impurity_decrease = min_impurity_decrease
+        self.weighted_counts = weighted_counts
         self.random_state = random_state
 
     def __sklearn_tags__(self):
@@ -373,6 +380,12 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
                 raise ValueError("sample_weight has no positive entry")
             sample_weight = np.ascontiguousarray(sample_weight)
         params = self._resolve_params(n_samples, n_features)
+        if sample_weight is not None and self.weighted_counts:
+            # counts become weighted: integer weights == duplicated rows
+            params["min_weight_leaf"] = float(params["min_samples_leaf"])
+            params["min_weight_split"] = float(params["min_samples_split"])
+            params["min_samples_leaf"] = 1
+            params["min_samples_split"] = 2
         rng = check_random_state(self.random_state)
         if isinstance(self.random_state, numbers.Integral) and not isinstance(self.random_state, bool):
             seed = int(self.random_state) & 0xFFFFFFFFFFFFFFFF

@@ -19,13 +19,19 @@ candidate; the chosen split's exact impurities are computed at the end.
 """
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, fabs
 
 import numpy as np
 
 from forestbench.tree._utils cimport rand_int, rand_uniform, seed_state
 
 cdef float32_t FEATURE_THRESHOLD = 1e-7
+# A candidate replaces the current best only if its proxy is larger by this
+# relative margin. Rounding-level differences (sums accumulated in another
+# sample order, as happens between dense and CSC inputs or between weights and
+# duplicated rows) then cannot break exact ties: the first candidate visited
+# wins, and the visiting order does not depend on the input layout.
+cdef float64_t PROXY_RTOL = 1e-10
 
 
 cdef class Splitter:
@@ -147,7 +153,7 @@ cdef class Splitter:
                     if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
                         continue
                     proxy = self.criterion.proxy_impurity_improvement()
-                    if proxy > best_proxy:
+                    if best_pos == end or proxy > best_proxy + PROXY_RTOL * fabs(best_proxy):
                         best_proxy = proxy
                         best_pos = p
                         best_feature = feature
@@ -178,7 +184,7 @@ cdef class Splitter:
                 if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
                     continue
                 proxy = self.criterion.proxy_impurity_improvement()
-                if proxy > best_proxy:
+                if best_pos == end or proxy > best_proxy + PROXY_RTOL * fabs(best_proxy):
                     best_proxy = proxy
                     best_pos = pos
                     best_feature = feature
