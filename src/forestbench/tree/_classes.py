@@ -404,18 +404,21 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
 
     def apply(self, X):
         """Leaf node id reached by each sample."""
-        return self.tree_.apply(self._check_X_predict(X))
+        X = self._check_X_predict(X)
+        return self.tree_.apply(X)
 
     def predict(self, X):
         """Mean leaf targets, dense float64 ``(n, n_outputs)`` (``(n,)`` if y was 1-D)."""
-        out = self.tree_.predict(self._check_X_predict(X))
+        X = self._check_X_predict(X)
+        out = self.tree_.predict(X)
         if self._y_one_d:
             return out.ravel()
         return out
 
     def decision_path(self, X):
         """CSR indicator matrix ``(n_samples, node_count)`` of the visited nodes."""
-        return self.tree_.decision_path(self._check_X_predict(X))
+        X = self._check_X_predict(X)
+        return self.tree_.decision_path(X)
 
     def get_depth(self):
         check_is_fitted(self, "tree_")
