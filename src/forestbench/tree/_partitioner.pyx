@@ -69,21 +69,29 @@ cdef class DensePartitioner(Partitioner):
     cdef void sort_feature(self, intp_t f) noexcept nogil:
         cdef intp_t p, rs = self.row_stride
         cdef const float32_t* col = self.X + f * self.col_stride
-        for p in range(self.start, self.end):
-            self.Xf[p] = col[self.samples[p] * rs]
+        cdef float32_t* Xf = self.Xf
+        cdef const intp_t* samples = self.samples
+        if rs == 1:
+            for p in range(self.start, self.end):
+                Xf[p] = col[samples[p]]
+        else:
+            for p in range(self.start, self.end):
+                Xf[p] = col[samples[p] * rs]
         sort_values(self.Xf + self.start, self.samples + self.start, self.end - self.start)
 
     cdef void find_min_max(self, intp_t f, float32_t* min_value, float32_t* max_value) noexcept nogil:
         cdef intp_t p, rs = self.row_stride
         cdef const float32_t* col = self.X + f * self.col_stride
         cdef float32_t v, lo, hi
-        v = col[self.samples[self.start] * rs]
-        self.Xf[self.start] = v
+        cdef float32_t* Xf = self.Xf
+        cdef const intp_t* samples = self.samples
+        v = col[samples[self.start] * rs]
+        Xf[self.start] = v
         lo = v
         hi = v
         for p in range(self.start + 1, self.end):
-            v = col[self.samples[p] * rs]
-            self.Xf[p] = v
+            v = col[samples[p] * rs]
+            Xf[p] = v
             if v < lo:
                 lo = v
             elif v > hi:
@@ -92,8 +100,9 @@ cdef class DensePartitioner(Partitioner):
         max_value[0] = hi
 
     cdef void next_p(self, intp_t* p_prev, intp_t* p) noexcept nogil:
-        cdef intp_t q = p[0]
-        while q + 1 < self.end and self.Xf[q + 1] <= self.Xf[q] + FEATURE_THRESHOLD:
+        cdef intp_t q = p[0], end = self.end
+        cdef const float32_t* Xf = self.Xf
+        while q + 1 < end and Xf[q + 1] <= Xf[q] + FEATURE_THRESHOLD:
             q += 1
         p_prev[0] = q
         p[0] = q + 1
@@ -101,30 +110,33 @@ cdef class DensePartitioner(Partitioner):
     cdef intp_t partition_samples(self, float64_t threshold) noexcept nogil:
         cdef intp_t p = self.start, stop = self.end, ts
         cdef float32_t tv
+        cdef float32_t* Xf = self.Xf
+        cdef intp_t* samples = self.samples
         while p < stop:
-            if self.Xf[p] <= threshold:
+            if Xf[p] <= threshold:
                 p += 1
             else:
                 stop -= 1
-                tv = self.Xf[p]
-                self.Xf[p] = self.Xf[stop]
-                self.Xf[stop] = tv
-                ts = self.samples[p]
-                self.samples[p] = self.samples[stop]
-                self.samples[stop] = ts
+                tv = Xf[p]
+                Xf[p] = Xf[stop]
+                Xf[stop] = tv
+                ts = samples[p]
+                samples[p] = samples[stop]
+                samples[stop] = ts
         return stop
 
     cdef void partition_final(self, intp_t f, float64_t threshold) noexcept nogil:
         cdef intp_t p = self.start, stop = self.end, ts, rs = self.row_stride
         cdef const float32_t* col = self.X + f * self.col_stride
+        cdef intp_t* samples = self.samples
         while p < stop:
-            if col[self.samples[p] * rs] <= threshold:
+            if col[samples[p] * rs] <= threshold:
                 p += 1
             else:
                 stop -= 1
-                ts = self.samples[p]
-                self.samples[p] = self.samples[stop]
-                self.samples[stop] = ts
+                ts = samples[p]
+                samples[p] = samples[stop]
+                samples[stop] = ts
 
 
 cdef int _cmp_intp(const void* a, const void* b) noexcept nogil:
