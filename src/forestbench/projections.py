@@ -213,11 +213,11 @@ def _pca(Y, q, d):
         raise ParameterError(f"projection 'pca' keeps at most d={d} components, got q={q}")
     if sp.issparse(Y):
         Yc = sp.csr_matrix(Y, dtype=np.float64)
-        mean = np.asarray(Yc.mean(axis=0)).ravel()
+        mean = np.asarray(Yc.sum(axis=0)).ravel() / n
         gram = (Yc.T @ Yc).toarray()
     else:
         Yd = np.asarray(Y, dtype=np.float64)
-        mean = Yd.mean(axis=0)
+        mean = Yd.sum(axis=0) / n
         gram = Yd.T @ Yd
     cov = (gram - n * np.outer(mean, mean)) / max(n, 1)
     cov = 0.5 * (cov + cov.T)
