@@ -135,10 +135,15 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
 
     @staticmethod
     def _check_xy(X, Y, sample_weight):
-        if not sp.issparse(X):
-            X = np.asarray(X)
+        # the kernel grows on float32 inputs: convert once here rather than once per tree
+        if sp.issparse(X):
+            X = sp.csc_matrix(X, dtype=np.float32)
+        else:
+            X = np.asarray(X, dtype=np.float32)
             if X.ndim != 2:
                 raise ParameterError(f"X must be 2-D, got shape {X.shape}")
+            if not (X.flags.c_contiguous or X.flags.f_contiguous):
+                X = np.ascontiguousarray(X)
         if sp.issparse(Y):
             Y = sp.csr_matrix(Y, dtype=np.float64)
             Y.sum_duplicates()
@@ -274,8 +279,7 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         """Average of the trees' leaf means of the original outputs: an (n, d) float64 array ((n,) if fitted on a
         1-D ``y``). The sum runs over the trees in a fixed order, so the result does not depend on ``n_jobs``."""
         self._check_fitted()
-        if not sp.issparse(X):
-            X = np.asarray(X)
+        X = sp.csr_matrix(X, dtype=np.float32) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ParameterError(f"X has shape {X.shape}, expected (n, {self.n_features_in_})")
         n = X.shape[0]
