@@ -60,6 +60,11 @@ def _collect(args) -> None:
     from forestbench.collect import collect, find_records, write_scores
 
     paths = args.records or find_records(args.results, args.experiment)
+    if args.existing_only:
+        missing = [p for p in paths if not os.path.exists(p)]
+        paths = [p for p in paths if os.path.exists(p)]
+        if missing:
+            print(f"{len(missing)} record(s) of {args.experiment} not run yet, e.g. {missing[0]}")
     frame = collect(paths, experiment=args.experiment)
     write_scores(frame, args.out)
     print(f"{len(paths)} record(s) of {args.experiment} -> {args.out}")
@@ -105,6 +110,7 @@ def register(subparsers) -> None:
     p.add_argument("experiment")
     p.add_argument("--records", nargs="*", help="record files (default: all under --results)")
     p.add_argument("--results", default="results")
+    p.add_argument("--existing-only", action="store_true", help="skip listed records that do not exist (yet)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_collect)
 

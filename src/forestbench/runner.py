@@ -52,7 +52,7 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
     ds = load_dataset(prepared, expected_shape=spec.get("expected_shape"))
     train, test, split_info = load_split(split_file, int(spec["repeat"]))
     method = get_method(spec["method"])
-    metrics = [get_metric(m) for m in spec["metrics"]]
+    metrics = [m for m in map(get_metric, spec["metrics"]) if m.applies_to(ds.task)]
 
     X_train, X_test = _rows(ds.X, train), _rows(ds.X, test)
     Y_train, Y_test = _rows(ds.Y, train), _rows(ds.Y, test)

@@ -5,15 +5,15 @@ import sys
 from forestbench.experiments import NAME_PATTERN, Job, Plan
 
 PLAN = Plan(config, source=", ".join(map(str, workflow.configfiles)) or "config")
-PYTHON = sys.executable
+# the plan without `select`: a partial rerun still collects every finished record of an experiment
+FULL_PLAN = (
+    Plan({k: v for k, v in config.items() if k != "select"}, registry=PLAN.registry)
+    if config.get("select")
+    else PLAN
+)
 
-for _experiment, _missing in PLAN.unavailable().items():
-    for _dataset, _reason in _missing.items():
-        print(
-            f"forestbench: experiment {_experiment}: dataset {_dataset} is unavailable and skipped "
-            f"({_reason}); supply it with 'local_path' in config/datasets.yaml",
-            file=sys.stderr,
-        )
+for _line in PLAN.describe():
+    print(f"forestbench: {_line}", file=sys.stderr)
 
 
 wildcard_constraints:
@@ -45,8 +45,15 @@ def records_of(wildcards):
     return [PLAN.record_path(job) for job in exp.jobs()]
 
 
+def all_records_of(wildcards):
+    exp = FULL_PLAN.experiments[wildcards.experiment]
+    return " ".join(FULL_PLAN.record_path(job) for job in exp.jobs())
+
+
 def all_targets():
-    targets = []
-    for name in PLAN.experiments:
-        targets += [PLAN.scores_path(name), f"results/{name}/summary.md"]
+    # run records are targets too: a deleted record is recomputed (only its job), then collected again
+    targets = [PLAN.record_path(job) for job in PLAN.jobs()]
+    for name, exp in PLAN.experiments.items():
+        if exp.jobs():
+            targets += [PLAN.scores_path(name), f"results/{name}/summary.md"]
     return targets

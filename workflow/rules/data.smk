@@ -6,12 +6,14 @@ rule prepare:
         raw_inputs,  # download.smk: the verified raw files of a downloaded dataset (none for embedded ones)
     output:
         "data/prepared/{dataset}.npz",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/prepare/{dataset}.log",
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
     shell:
-        "{PYTHON} -m forestbench prepare {wildcards.dataset} --registry {params.registry} "
+        "python -m forestbench prepare {wildcards.dataset} --registry {params.registry} "
         "--out {output} > {log} 2>&1"
 
 
@@ -21,10 +23,12 @@ rule split:
     output:
         npz="data/splits/{dataset}/{protocol}.npz",
         manifest="data/splits/{dataset}/{protocol}.json",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/split/{dataset}/{protocol}.log",
     params:
         protocol=protocol_json,
     shell:
-        "{PYTHON} -m forestbench split {wildcards.dataset} --prepared {input} "
+        "python -m forestbench split {wildcards.dataset} --prepared {input} "
         "--protocol {params.protocol:q} --out {output.npz} > {log} 2>&1"

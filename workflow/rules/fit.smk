@@ -8,6 +8,8 @@ rule fit:
         split=split_of_job,
     output:
         "results/runs/{experiment}/{dataset}/{variant}/repeat-{repeat}.json",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/fit/{experiment}/{dataset}/{variant}/repeat-{repeat}.log",
     params:
@@ -20,5 +22,5 @@ rule fit:
         attempt=lambda wildcards, attempt: attempt,
         mem_mb=lambda wildcards, attempt: 2000 * attempt,
     shell:
-        "{PYTHON} -m forestbench fit --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
+        "python -m forestbench fit --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
         "--attempt {resources.attempt} --mem-mb {resources.mem_mb} --out {output} > {log} 2>&1"

@@ -6,10 +6,16 @@ rule collect:
         records_of,
     output:
         "results/{experiment}/scores.csv",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/collect/{experiment}.log",
+    params:
+        # every record of the experiment's full plan that exists (inputs are only those selected to run)
+        records=all_records_of,
     shell:
-        "{PYTHON} -m forestbench collect {wildcards.experiment} --records {input} --out {output} > {log} 2>&1"
+        "python -m forestbench collect {wildcards.experiment} --records {params.records} --existing-only "
+        "--out {output} > {log} 2>&1"
 
 
 rule summary:
@@ -17,7 +23,9 @@ rule summary:
         "results/{experiment}/scores.csv",
     output:
         "results/{experiment}/summary.md",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/summary/{experiment}.log",
     shell:
-        "{PYTHON} -m forestbench summary {input} --out {output} > {log} 2>&1"
+        "python -m forestbench summary {input} --out {output} > {log} 2>&1"
