@@ -22,7 +22,9 @@ pytestmark = pytest.mark.e2e
 
 
 def snakemake(workdir: Path, *targets: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FORESTBENCH_SHA_LOCK": str(workdir / "config" / "datasets.lock.yaml")}
+    # the rules call `python`: the interpreter running the tests (and its forestbench) must come first on PATH
+    env = {**os.environ, "FORESTBENCH_SHA_LOCK": str(workdir / "config" / "datasets.lock.yaml"),
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
     return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--keep-going", *targets],
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
 
@@ -30,6 +32,7 @@ def snakemake(workdir: Path, *targets: str) -> subprocess.CompletedProcess:
 def test_fetch_prepare_split_interrupted_then_resumed(http_server, tmp_path):
     shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
     shutil.copytree(ROOT / "workflow", tmp_path / "workflow")
+    shutil.copytree(ROOT / "envs", tmp_path / "envs")
     (tmp_path / "config").mkdir()
     rng = np.random.default_rng(0)
     _, Y, attrs, rows = toy_multilabel(rng, 30, 4, 3)

@@ -27,13 +27,15 @@ rule fetch:
         "data/raw/{dataset}/{filename}",
     wildcard_constraints:
         filename=r"[^/]+",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/fetch/{dataset}/{filename}.log",
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
     retries: 0  # the downloader retries with back-off itself
     shell:
-        "{PYTHON} -m forestbench datasets --registry {params.registry} fetch {wildcards.dataset} "
+        "python -m forestbench datasets --registry {params.registry} fetch {wildcards.dataset} "
         "--file {wildcards.filename} > {log} 2>&1"
 
 
