@@ -202,3 +202,14 @@ def test_missing_raw_file_names_fetch_command(tmp_path):
                                               "labels": {"from": "last", "d": 1}}}
     with pytest.raises(DataError, match="datasets fetch a"):
         build_dataset("a", entry, tmp_path / "a")
+
+
+def test_arff_without_label_location_is_a_config_error(tmp_path):
+    from forestbench.errors import ConfigError
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "a.arff").write_text("@relation r\n@attribute x numeric\n@data\n1\n")
+    entry = {"task": "regression", "source": {"kind": "download", "files": [{"name": "a.arff"}],
+                                              "layout": {"type": "single", "data": ["a.arff"]}}}
+    with pytest.raises(ConfigError, match="inline"):
+        build_dataset("a", entry, tmp_path / "a")

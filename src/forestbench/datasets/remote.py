@@ -381,6 +381,9 @@ def build_dataset(name: str, entry: dict, raw_dir: str | os.PathLike) -> Dataset
     how = labels.get("from")
     if how == "inline":
         X, Y = table.data, table.Y
+        if Y is None:
+            raise ConfigError(f"dataset {name!r}: labels.from 'inline' needs svmlight/XC files; for ARFF or CSV "
+                              "say where the outputs are (xml, meka, last, first, hierarchical, table)")
         attrs = [Attribute(f"x{j}", "numeric") for j in range(X.shape[1])]
         out_names = None
     elif how == "table":
