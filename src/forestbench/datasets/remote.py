@@ -335,7 +335,7 @@ def build_dataset(name: str, entry: dict, raw_dir: str | os.PathLike) -> Dataset
             raise ConfigError(f"dataset {name!r}: unknown builder {src['builder']!r} (known: {', '.join(SPECIAL)})")
         X, Y, given, extra = builder(name, entry, raw_dir)
         meta.update(extra)
-        return Dataset(name, X, Y, task, meta, given)
+        return Dataset(name, X, _finish_outputs(name, task, Y, meta), task, meta, given)
 
     specs = _file_specs(name, entry)
     layout = src.get("layout") or {"type": "single", "data": [next(iter(specs))]}
