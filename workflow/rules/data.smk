@@ -3,7 +3,8 @@
 
 rule prepare:
     input:
-        raw_inputs,  # download.smk: the verified raw files of a downloaded dataset (none for embedded ones)
+        # download.smk: the verified raw files of a downloaded dataset (none for embedded ones)
+        lambda wildcards: raw_file_paths(wildcards.dataset, PLAN.registry.get(wildcards.dataset)),
     output:
         "data/prepared/{dataset}.npz",
     conda:

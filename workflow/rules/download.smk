@@ -2,24 +2,9 @@
 # One job per raw file: an interrupted run keeps the files already verified and fetches only the missing ones.
 # Each job streams to a temporary file, checks the sha256 (registry or config/datasets.lock.yaml) and renames it
 # into data/raw/<dataset>/<file>; nothing partial is left behind. Unavailable datasets (no public source, no
-# local_path) are never requested; common.smk prints their names.
-from forestbench.datasets.download import remote_files, unavailable_reason
-
-
-def raw_files(dataset):
-    """The raw files the prepare step of ``dataset`` reads (empty for embedded sources)."""
-    entry = PLAN.registry.get(dataset)
-    if entry is None or entry["source"]["kind"] != "download" or unavailable_reason(dataset, entry):
-        return []
-    return [f"data/raw/{dataset}/{rf.name}" for rf in remote_files(entry)]
-
-
-def raw_inputs(wildcards):
-    return raw_files(wildcards.dataset)
-
-
-def all_raw_files():
-    return [path for name in sorted(PLAN.registry) for path in raw_files(name)]
+# local_path) are never requested; common.smk prints their names. The prepare rule (data.smk) takes the raw files
+# of its dataset as input through forestbench.datasets.download.raw_file_paths.
+from forestbench.datasets.download import raw_file_paths
 
 
 rule fetch:
@@ -42,4 +27,4 @@ rule fetch:
 rule fetch_all:
     """Download and verify the raw files of every available dataset of the registry (`snakemake fetch_all`)."""
     input:
-        all_raw_files(),
+        [path for name in sorted(PLAN.registry) for path in raw_file_paths(name, PLAN.registry[name])],
