@@ -64,7 +64,8 @@ class MeanStdTable:
                     thr = base_std
                 else:
                     thr = self.std[v]
-                sig = diff.abs() > thr
+                # "more than one std": a difference equal to the std up to float round-off is not marked
+                sig = diff.abs() > thr * (1 + 1e-9) + 1e-12
                 better = diff > 0 if self.higher_is_better else diff < 0
                 self.mark.loc[sig & better, v] = "+"
                 self.mark.loc[sig & ~better, v] = "-"
@@ -352,11 +353,11 @@ def pvalue_table(scores: pd.DataFrame, metric: str, higher_is_better: bool, test
             notes.append("not enough complete datasets (need 2) for the test")
     else:
         rows = final_rows(scores, metric)
+        variants = variants if variants is not None else list(dict.fromkeys(rows["variant"]))
         for d in datasets if datasets is not None else list(dict.fromkeys(rows["dataset"])):
             sub = rows[rows["dataset"] == d]
             wide = sub.pivot_table(index="repeat", columns="variant", values="value", aggfunc="mean")
-            if variants is not None:
-                wide = wide.reindex(columns=variants)
+            wide = wide.reindex(columns=variants)
             present = wide.dropna(axis=1, how="all")
             if present.shape[1] < wide.shape[1]:
                 notes.append(f"{d}: variant(s) not run: {', '.join(map(str, wide.columns.difference(present.columns)))}")
