@@ -117,7 +117,7 @@ def test_cli_experiment_and_index(scores_csv, tmp_path, capsys):
     page = (results / "report" / "index.html").read_text()
     md = (results / "report" / "index.md").read_text()
     assert page.count("<img ") == 4 and "data:image/png;base64," in page
-    assert "src='http" not in page and "<link" not in page  # self-contained
+    assert "src='http" not in page and "href='http" not in page and "<link rel='stylesheet'" not in page
     assert "table_6_5" in page and "Not run" in page
     assert "../table_5_1/report/tables/01_table_lrap.tex" in page
     assert "(../table_5_1/report/figures/03_cd_diagram_lrap.png)" in md

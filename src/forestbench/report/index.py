@@ -3,7 +3,8 @@ no external resources) and ``index.md``, linking every table and figure of every
 experiments not run yet.
 
 The page carries a tiny inline script that, once loaded, records on ``<body>`` whether every image decoded
-(``data-images-ok``), how many there are and how many script/resource errors happened; the browser test reads them.
+(``data-images-ok``), how many there are, how many script/resource errors happened and where the first CD diagram
+and results table are drawn (``data-layout``); the browser test reads them.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:2em auto;max-wi
 h1{border-bottom:2px solid #333}h2{margin-top:2.2em;border-bottom:1px solid #999}
 table{border-collapse:collapse;margin:.8em 0;font-size:.85em}
 th,td{border-top:1px solid #bbb;border-bottom:1px solid #bbb;padding:.2em .6em;text-align:right}
-th:first-child{text-align:left}caption{caption-side:top;text-align:left;font-style:italic;padding:.3em 0}
+th:first-child,td:first-child{text-align:left}caption{caption-side:top;text-align:left;font-style:italic;padding:.3em 0}
 td.missing{color:#888;font-style:italic}td.better{background:#e6f0fa}td.worse{background:#fbeee0}
 tr.out td{background:#fbe3d6;font-weight:bold}tr.missing td{color:#888;font-style:italic}
 img.figure{max-width:100%;border:1px solid #ddd;margin:.5em 0}
@@ -42,6 +43,13 @@ SCRIPT = """
     document.body.setAttribute('data-images-ok', ok ? 'true' : 'false');
     document.body.setAttribute('data-image-count', String(imgs.length));
     document.body.setAttribute('data-errors', String(errors));
+    // where the first CD diagram and the first results table are drawn (CSS pixels), for screenshot checks
+    var boxes = {};
+    [['cd', 'img[data-kind="cd_diagram"]'], ['table', 'table.results']].forEach(function (q) {
+      var el = document.querySelector(q[1]);
+      if (el) { var r = el.getBoundingClientRect(); boxes[q[0]] = [r.left, r.top, r.width, r.height]; }
+    });
+    document.body.setAttribute('data-layout', JSON.stringify(boxes));
   });
 })();
 </script>
@@ -142,7 +150,7 @@ def build_index(experiment_dirs: list[Path] | dict, out_dir: Path) -> Path:
             md_sec += [f"{len(missing)} cell(s) not run (see the experiment report).", ""]
         md += md_sec
     page = ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'><link rel='icon' href='data:,'>"
             f"<title>forestbench report</title><style>{CSS}</style>{SCRIPT}</head><body>"
             "<h1>forestbench report</h1><nav><h2>Experiments</h2><ul>" + "".join(nav) + "</ul></nav>"
             + "\n".join(body) + "</body></html>\n")
