@@ -138,3 +138,26 @@ def test_deterministic_outputs(scores_csv, experiment_cfg, tmp_path):
     for pa, pb in zip(a, b):
         if pa.suffix in (".csv", ".md", ".tex", ".pdf", ".png"):
             assert pa.read_bytes() == pb.read_bytes(), pa.name
+
+
+def test_several_references_thesis_chapter_6(tmp_path):
+    """Results, CD-figure and Wilcoxon references side by side, on the thesis' own printed means."""
+    from test_reproduction import _thesis_lrap_scores
+    scores = _thesis_lrap_scores()
+    csv = tmp_path / "scores.csv"
+    scores.to_csv(csv, index=False)
+    ids = sorted(set(scores["variant"]))
+    methods = {i: i for i in ids}
+    cfg = {"metrics": ["lrap"], "reports": [{"kind": "cd_diagram", "metric": "lrap"}],
+           "reference": [{"table": t, "metric": "lrap", "methods": methods}
+                         for t in ("thesis_table_6_5", "thesis_table_6_6", "thesis_figure_6_7_cd", "thesis_table_6_7")]}
+    out = tmp_path / "report"
+    build_experiment_report(csv, "e", cfg, REFERENCE_DIR, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    repro = [s for s in manifest["sections"] if s["kind"] == "reproduction"]
+    assert [s["data"].get("within_tolerance", s["data"].get("agree")) for s in repro] == [12 * 8, 9 * 8, 10, 56]
+    assert manifest["missing_cells"] == []
+    cd = next(s for s in manifest["sections"] if s["kind"] == "cd_diagram")
+    assert round(cd["data"]["critical_difference"], 2) == 2.29
+    for name in ("reproduction.csv", "reproduction_2.md", "reproduction_3.csv", "reproduction_4.md"):
+        assert (out / name).exists()

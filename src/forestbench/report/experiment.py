@@ -286,7 +286,9 @@ def _reference_datasets(cfg: dict, reference_dir: Path, experiment: str) -> list
     for r in refs:
         if not isinstance(r, dict) or "table" not in r:
             continue
-        table = reproduction.load_reference(reference_dir, str(r["table"]))
+        table, kind = reproduction.read_reference(reference_dir, str(r["table"]))
+        if kind != "results":
+            continue
         if r.get("metric"):
             table = table[table["metric"] == str(r["metric"])]
         back = {str(v): str(k) for k, v in (r.get("datasets") or {}).items()}
@@ -343,9 +345,10 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
     for j, r in enumerate(ref_cfg if isinstance(ref_cfg, list) else ([ref_cfg] if ref_cfg else [])):
         if not isinstance(r, dict):
             raise ConfigError(f"experiments.{experiment_name}.reference must be a mapping")
-        rep = reproduction.compare(summarise(scores, str(r.get("metric", ""))), r, reference_dir, experiment_name)
+        rep = reproduction.compare_any(scores, r, reference_dir, experiment_name)
         base = out_dir / ("reproduction" if j == 0 else f"reproduction_{j + 1}")
-        sec = Section("reproduction", f"Reproduction of {rep.table} ({rep.metric})")
+        what = getattr(rep, "what", "published scores")
+        sec = Section("reproduction", f"Reproduction of {rep.table} ({what}, {rep.metric})")
         sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), rep.to_csv()),
                      "Markdown": ctx.write(base.with_suffix(".md"), rep.to_markdown())}
         sec.html, sec.markdown = rep.to_html(), rep.to_markdown()  # both carry the notes

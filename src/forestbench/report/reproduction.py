@@ -100,15 +100,31 @@ class Reproduction:
         return "\n".join(parts) + "\n"
 
 
-def load_reference(reference_dir: Path, table: str) -> pd.DataFrame:
+KIND_COLUMNS = {
+    "results": {"dataset_id", "method_id", "metric", "value", "std"},
+    "pvalues": {"row_method_id", "col_method_id", "p_value", "sign", "test", "metric"},
+    "cd": {"row_type", "method_id", "average_rank", "value"},
+}
+
+
+def read_reference(reference_dir: Path, table: str) -> tuple[pd.DataFrame, str]:
+    """The reference CSV as strings, and its kind: "results", "pvalues" or "cd"."""
     path = Path(reference_dir) / f"{table}.csv"
     if not path.exists():
         raise ConfigError(f"reference table {table!r}: {path} does not exist")
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    needed = {"dataset_id", "method_id", "metric", "value", "std"}
-    if not needed <= set(frame.columns):
-        raise ConfigError(f"reference table {path} is not a results table (needs columns "
-                          f"{', '.join(sorted(needed))}; has {', '.join(frame.columns)})")
+    for kind, needed in KIND_COLUMNS.items():
+        if needed <= set(frame.columns):
+            return frame, kind
+    raise ConfigError(f"reference table {path} is neither a results, a p-value nor a critical-difference table "
+                      f"(columns: {', '.join(frame.columns)})")
+
+
+def load_reference(reference_dir: Path, table: str) -> pd.DataFrame:
+    """A results reference table (value ± std per dataset and method)."""
+    frame, kind = read_reference(reference_dir, table)
+    if kind != "results":
+        raise ConfigError(f"reference table {table!r} is not a results table (it is a {kind} table)")
     return frame
 
 
@@ -187,3 +203,214 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
         notes.append("the paper prints no std for some cells: their difference is given in raw units, unjudged"
                      + ("" if tolerance_abs is None else f" (judged against tolerance_abs = {tolerance_abs:g})"))
     return Reproduction(table, metric, tolerance_std, tolerance_abs, frame, notes)
+
+
+# --- published statistics: pairwise p-value tables and critical-difference figures -------------------------------
+STATUS_DISAGREE = "DISAGREES"
+
+
+@dataclass
+class StatComparison:
+    """Our test results beside a published p-value table or CD figure; one row per published number."""
+    table: str
+    metric: str
+    what: str
+    frame: pd.DataFrame
+    columns: list[tuple[str, str]]        # (header, column) shown in Markdown / HTML
+    notes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        st = self.frame["status"]
+        return {"cells": int(len(st)), "run": int((st != STATUS_NOT_RUN).sum()), "agree": int((st == STATUS_OK).sum()),
+                "disagree": int(st.isin([STATUS_DISAGREE, STATUS_OUT]).sum()), "not_run": int((st == STATUS_NOT_RUN).sum())}
+
+    def not_run(self) -> list[tuple]:
+        return [tuple(r) for r in self.frame.loc[self.frame["status"] == STATUS_NOT_RUN, ["block", "item"]].to_numpy()]
+
+    def summary_text(self) -> str:
+        c = self.counts()
+        return (f"{c['cells']} published {self.what} of {self.table} ({self.metric}): {c['run']} computed, "
+                f"{c['agree']} agree, {c['disagree']} disagree, {c['not_run']} not run")
+
+    def to_csv(self) -> str:
+        return self.frame.to_csv(index=False)
+
+    def _cells(self, r) -> list[str]:
+        out = []
+        for _, col in self.columns:
+            v = getattr(r, col)
+            if isinstance(v, float):
+                if pd.isna(v):
+                    v = ""
+                elif col == "difference":
+                    v = f"{v:+.3f}"
+                else:
+                    v = f"{v:.3g}" if abs(v) < 0.01 and v != 0 else f"{v:.3f}"
+            out.append(str(v))
+        return out
+
+    def to_markdown(self) -> str:
+        lines = [f"**Reproduction of {self.table}** ({self.what}, {self.metric}): {self.summary_text()}.", ""]
+        lines += [f"- {n}" for n in self.notes]
+        heads = [h for h, _ in self.columns] + ["status"]
+        lines += ["", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+        for r in self.frame.itertuples(index=False):
+            status = {STATUS_OK: "✓ ok", STATUS_NOT_RUN: "_not run_"}.get(r.status, f"**✗ {r.status}**")
+            lines.append("| " + " | ".join(self._cells(r) + [status]) + " |")
+        return "\n".join(lines) + "\n"
+
+    def to_html(self) -> str:
+        import html
+        esc = html.escape
+        parts = [f"<p class='legend'>{esc(self.summary_text())}</p>"]
+        parts += [f"<p class='note'>{esc(n)}</p>" for n in self.notes]
+        parts.append("<table class='reproduction'><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h, _ in self.columns)
+                     + "<th>status</th></tr></thead><tbody>")
+        for r in self.frame.itertuples(index=False):
+            cls = {STATUS_OK: "ok", STATUS_NOT_RUN: "missing"}.get(r.status, "out")
+            shown = {STATUS_OK: "✓ ok", STATUS_NOT_RUN: STATUS_NOT_RUN}.get(r.status, "✗ " + r.status)
+            parts.append(f"<tr class='{cls}'>" + "".join(f"<td>{esc(c)}</td>" for c in self._cells(r))
+                         + f"<td>{esc(shown)}</td></tr>")
+        parts.append("</tbody></table>")
+        return "\n".join(parts) + "\n"
+
+
+def _mapping(ref_cfg: dict, where: str, available: set[str]) -> dict[str, str]:
+    """reference method_id -> our variant, checked against the ids the reference table has."""
+    methods = ref_cfg.get("methods") or {}
+    if not isinstance(methods, dict) or not methods:
+        raise ConfigError(f"{where}.methods must map our variants to reference method_id values")
+    unknown = sorted(set(map(str, methods.values())) - available)
+    if unknown:
+        raise ConfigError(f"{where}.methods: method_id(s) {', '.join(unknown)} not in {ref_cfg['table']} "
+                          f"(available: {', '.join(sorted(available))})")
+    out: dict[str, str] = {}
+    for variant, method_id in methods.items():
+        out.setdefault(str(method_id), str(variant))
+    return out
+
+
+def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experiment: str) -> StatComparison:
+    """Published pairwise p-values (thesis Tables 6.2/6.4/6.7/6.9) beside ours, same test, no correction.
+
+    A row agrees when our sign notation equals the paper's: both significant at alpha in the same direction, or
+    both not significant (the papers print a sign only when p < 0.05).
+    """
+    from forestbench.report.data import metric_direction
+    from forestbench.report.tables import pvalue_table
+
+    where = f"experiments.{experiment}.reference"
+    table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
+    alpha = float(ref_cfg.get("alpha", 0.05))
+    ref = ref[ref["metric"] == metric]
+    if ref.empty:
+        raise ConfigError(f"{where}: metric {metric!r} not in reference table {table}")
+    to_variant = _mapping(ref_cfg, where, set(ref["row_method_id"]) | set(ref["col_method_id"]))
+    test_text = " ".join(set(ref["test"])).lower()
+    test = "wilcoxon" if "wilcoxon" in test_text else "ttest" if "t-test" in test_text else None
+    if test is None:
+        raise ConfigError(f"{where}: cannot tell the test of {table} from its 'test' column ({test_text!r})")
+    dataset_map = {str(v): str(k) for k, v in (ref_cfg.get("datasets") or {}).items()}
+    ref = ref[ref["row_method_id"].isin(to_variant) & ref["col_method_id"].isin(to_variant)]
+    blocks_ds = [dataset_map.get(d, d) for d in dict.fromkeys(ref["dataset_id"]) if d]
+    hib = metric_direction(scores, metric, None)
+    ours = pvalue_table(scores, metric, hib, test, None, None, alpha, list(dict.fromkeys(to_variant.values())),
+                        blocks_ds or None)
+    by_block = {b.title: b for b in ours.blocks}
+    rows = []
+    for r in ref.itertuples(index=False):
+        block_name = dataset_map.get(r.dataset_id, r.dataset_id) if r.dataset_id else "over datasets"
+        rv, cv = to_variant[r.row_method_id], to_variant[r.col_method_id]
+        if test == "wilcoxon":
+            block = ours.blocks[0] if ours.blocks else None
+        else:
+            block = by_block.get(block_name)
+        p = sign = None
+        if block is not None and rv in block.p_values.index and cv in block.p_values.columns:
+            p, sign = float(block.p_values.loc[rv, cv]), block.signs.loc[rv, cv]
+        paper_sign = r.sign or ""
+        status = STATUS_NOT_RUN if p is None else (STATUS_OK if sign == paper_sign else STATUS_DISAGREE)
+        rows.append({"block": block_name, "item": f"{rv} vs {cv}", "row_variant": rv, "col_variant": cv,
+                     "paper_p": pd.to_numeric(r.p_value, errors="coerce"), "paper_sign": paper_sign,
+                     "ours_p": np.nan if p is None else p, "ours_sign": "" if sign is None else sign,
+                     "status": status})
+    frame = pd.DataFrame(rows, columns=["block", "item", "row_variant", "col_variant", "paper_p", "paper_sign",
+                                        "ours_p", "ours_sign", "status"])
+    notes = list(ours.notes) + [f"our {test} p-values are uncorrected, like the published table; a row agrees when"
+                                f" the sign notation at α = {alpha} is the same"]
+    cols = [("block", "block"), ("row vs column", "item"), ("paper p", "paper_p"), ("paper sign", "paper_sign"),
+            ("ours p", "ours_p"), ("ours sign", "ours_sign")]
+    return StatComparison(table, metric, "pairwise p-values", frame, cols, notes)
+
+
+def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experiment: str) -> StatComparison:
+    """A published critical-difference figure (average ranks, Friedman p, CD) beside ours.
+
+    Average ranks agree within ``tolerance_rank`` (default 0.5); the Friedman p-values agree when both are on the
+    same side of alpha; the CDs agree to the two printed decimals. Ranks are computed over the mapped variants only,
+    on the datasets where all of them ran.
+    """
+    from forestbench import stats
+    from forestbench.report.data import complete_rows, metric_direction, score_matrix, summarise
+
+    where = f"experiments.{experiment}.reference"
+    table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
+    alpha = float(ref_cfg.get("alpha", 0.05))
+    tol = float(ref_cfg.get("tolerance_rank", 0.5))
+    ranks_ref = ref[ref["row_type"] == "average_rank"]
+    to_variant = _mapping(ref_cfg, where, set(ranks_ref["method_id"]))
+    notes = []
+    if len(to_variant) < len(ranks_ref):
+        notes.append(f"only {len(to_variant)} of the {len(ranks_ref)} published methods are mapped: average ranks "
+                     "depend on the set of methods compared, so they are not comparable")
+    variants = list(dict.fromkeys(to_variant.values()))
+    matrix = score_matrix(summarise(scores, metric), None, variants)
+    complete, dropped = complete_rows(matrix)
+    ok = complete.shape[0] >= 2 and complete.shape[1] >= 2
+    if dropped:
+        notes.append(f"datasets left out (not every variant ran): {', '.join(dropped)}")
+    res = stats.friedman_test(complete, metric_direction(scores, metric, None)) if ok else None
+    cd = stats.nemenyi_critical_difference(len(variants), complete.shape[0], alpha) if ok else np.nan
+    rows = []
+
+    def add(item, paper, ours, status_fn):
+        status = STATUS_NOT_RUN if pd.isna(ours) else STATUS_OK if status_fn(paper, ours) else STATUS_DISAGREE
+        diff = np.nan if pd.isna(ours) or item == "Friedman p" else ours - paper  # p-values: compared by side of alpha
+        rows.append({"block": "average rank" if item in variants else item, "item": item, "paper": paper,
+                     "ours": ours, "difference": diff, "status": status})
+
+    for r in ranks_ref.itertuples(index=False):
+        if r.method_id in to_variant:
+            v = to_variant[r.method_id]
+            ours = float(res.average_ranks[v]) if ok else np.nan
+            add(v, float(r.average_rank), ours, lambda p, o: abs(o - p) <= tol)
+    for r in ref[ref["row_type"] == "friedman_p"].itertuples(index=False):
+        if r.value:
+            add("Friedman p", float(r.value), res.p_value if ok else np.nan, lambda p, o: (p < alpha) == (o < alpha))
+    for r in ref[ref["row_type"] == "critical_distance"].itertuples(index=False):
+        if r.value:
+            add("critical difference", float(r.value), cd, lambda p, o: round(o, 2) == round(p, 2))
+    frame = pd.DataFrame(rows, columns=["block", "item", "paper", "ours", "difference", "status"])
+    if ok:
+        notes.append(f"ours over {complete.shape[0]} complete dataset(s); rank tolerance {tol:g}")
+    cols = [("quantity", "block"), ("variant / item", "item"), ("paper", "paper"), ("ours", "ours"),
+            ("ours − paper", "difference")]
+    return StatComparison(table, metric, "critical-difference statistics", frame, cols, notes)
+
+
+def compare_any(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experiment: str):
+    """Dispatch on the kind of the reference table: results, pairwise p-values or a CD figure."""
+    from forestbench.report.data import summarise
+
+    where = f"experiments.{experiment}.reference"
+    if not isinstance(ref_cfg, dict):
+        raise ConfigError(f"{where} must be a mapping, got {type(ref_cfg).__name__}")
+    for key in ("table", "metric", "methods"):
+        if key not in ref_cfg:
+            raise ConfigError(f"{where}: missing key {key!r}")
+    ref, kind = read_reference(reference_dir, str(ref_cfg["table"]))
+    if kind == "results":
+        return compare(summarise(scores, str(ref_cfg["metric"])), ref_cfg, reference_dir, experiment)
+    if kind == "pvalues":
+        return compare_pvalues(scores, ref, ref_cfg, experiment)
+    return compare_ranks(scores, ref, ref_cfg, experiment)
