@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import matplotlib.image as mpimg
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -161,3 +161,26 @@ def test_several_references_thesis_chapter_6(tmp_path):
     assert round(cd["data"]["critical_difference"], 2) == 2.29
     for name in ("reproduction.csv", "reproduction_2.md", "reproduction_3.csv", "reproduction_4.md"):
         assert (out / name).exists()
+
+
+def test_numeric_sweep_and_timing_axes():
+    import matplotlib.pyplot as plt
+
+    from forestbench.report import figures
+    rows = pd.DataFrame([{"dataset": d, "variant": f"q{q}", "variant_group": "gbrt-rpo", "param.q": q,
+                          "value": 0.5 + 0.01 * q + 0.001 * r, "fit_wall_s": 0.01 * q * (1 + 0.1 * r), "repeat": r}
+                         for d in ("a", "b") for q in (1, 10, 100, 1000) for r in range(3)])
+    fig = figures.timing_plot(rows, "param.q", "fit_wall_s", "variant_group")
+    axes = fig.axes
+    assert len([ax for ax in axes if ax.get_title() in ("a", "b")]) == 2
+    panel = next(ax for ax in axes if ax.get_title() == "a")
+    assert panel.get_yscale() == "log" and panel.get_xscale() == "log"
+    # the plotted means are the means over repeats
+    line = panel.get_lines()[0]
+    assert list(line.get_xdata()) == [1, 10, 100, 1000]
+    np.testing.assert_allclose(line.get_ydata(), [0.011 * q for q in (1, 10, 100, 1000)])
+    plt.close(fig)
+    fig = figures.sweep_plot(rows, "param.q", "lrap", None)
+    panel = next(ax for ax in fig.axes if ax.get_title() == "a")
+    assert panel.get_xscale() == "log"  # spans three decades
+    plt.close(fig)

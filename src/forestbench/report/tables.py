@@ -14,7 +14,6 @@ Choices:
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
