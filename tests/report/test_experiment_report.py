@@ -124,7 +124,7 @@ def test_cli_experiment_and_index(scores_csv, tmp_path, capsys):
     assert "## table_6_5" in md and "**Not run**" in md
     # every link in the page points to an existing file
     import re
-    for href in re.findall(r"href='([^'#]+)'", page):
+    for href in re.findall(r"href='([^'#:]+)'", page):
         assert (results / "report" / href).exists(), href
     rc = cli.main(["report", "experiment", "--scores", str(scores_csv), "--experiment", "nope",
                    "--configfile", str(config), "--out", str(tmp_path / "x")])
