@@ -184,3 +184,19 @@ def test_numeric_sweep_and_timing_axes():
     panel = next(ax for ax in fig.axes if ax.get_title() == "a")
     assert panel.get_xscale() == "log"  # spans three decades
     plt.close(fig)
+
+
+def test_bad_config_writes_nothing(scores_csv, experiment_cfg, tmp_path):
+    experiment_cfg["reference"]["methods"]["rf"] = "no_such_method"
+    out = tmp_path / "o"
+    with pytest.raises(ConfigError, match="no_such_method"):
+        build_experiment_report(scores_csv, "table_5_1", experiment_cfg, REFERENCE_DIR, out)
+    assert not out.exists() or not any(out.rglob("*"))
+
+
+def test_variant_group_labels():
+    from forestbench.report.data import add_variant_group
+    rows = pd.DataFrame({"method": ["a", "a", "a", "a", "b"], "param.q": [1, 2, 1, 2, 5],
+                         "param.loss": ["ls", "ls", "lad", "lad", "ls"], "param.k": [1.0, 1.0, 1.0, 1.0, 2.0]})
+    labels = add_variant_group(rows, rows, "param.q")["variant_group"].tolist()
+    assert labels == ["a (loss=ls)", "a (loss=ls)", "a (loss=lad)", "a (loss=lad)", "b"]

@@ -134,14 +134,17 @@ def add_variant_group(rows: pd.DataFrame, scores: pd.DataFrame, x: str | None) -
     """Add ``variant_group``: the method plus the parameters (other than the swept ``x``) that differ between
     configurations of that method, so that one line of a sweep is one configuration with only ``x`` changing."""
     rows = rows.copy()
-    params = [c for c in param_columns(scores) if c != x]
-    labels = []
-    varying: dict[str, list[str]] = {}
+    params = [c for c in param_columns(scores) if c != x and c in rows.columns]
+    labels = rows["method"].astype(str).copy()
     for method, grp in rows.groupby("method", sort=False):
-        varying[method] = [c for c in params if grp[c].astype(str).nunique(dropna=False) > 1]
-    for _, row in rows.iterrows():
-        parts = [f"{c[len('param.'):]}={_fmt_param(row[c])}" for c in varying.get(row["method"], [])]
-        labels.append(row["method"] + (f" ({', '.join(parts)})" if parts else ""))
+        varying = [c for c in params if grp[c].astype(str).nunique(dropna=False) > 1]
+        if not varying:
+            continue
+        parts = [grp[c].map(lambda v, name=c[len("param."):]: f"{name}={_fmt_param(v)}") for c in varying]
+        joined = parts[0]
+        for part in parts[1:]:
+            joined = joined + ", " + part
+        labels.loc[grp.index] = method + " (" + joined + ")"
     rows["variant_group"] = labels
     return rows
 

@@ -325,7 +325,7 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
     specs = experiment_cfg.get("reports") or []
     if not isinstance(specs, list):
         raise ConfigError(f"experiments.{experiment_name}.reports must be a list")
-    sections: list[Section] = []
+    # validate every report spec and compare with every reference before writing anything
     for i, spec in enumerate(specs):
         where = ctx.where(i)
         if not isinstance(spec, dict):
@@ -335,17 +335,25 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
             raise ConfigError(f"{where}.kind: unknown report kind {kind!r} (known: {', '.join(sorted(REPORT_KINDS))})")
         if kind != "timing":
             _require(spec, "metric", where)
-        try:
-            sections.append(REPORT_KINDS[kind](ctx, spec, _slug(i, spec)))
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from exc
-    # reproduction against the published numbers
-    repro_sections = []
+        for key in ("x",) if kind in ("sweep", "timing") else ():
+            _require(spec, key, where)
+            if not scores.empty and str(spec[key]) not in scores.columns:
+                raise ConfigError(f"{where}.{key}: column {spec[key]!r} is not in the scores table {scores_csv}")
     ref_cfg = experiment_cfg.get("reference")
-    for j, r in enumerate(ref_cfg if isinstance(ref_cfg, list) else ([ref_cfg] if ref_cfg else [])):
+    comparisons = []
+    for r in ref_cfg if isinstance(ref_cfg, list) else ([ref_cfg] if ref_cfg else []):
         if not isinstance(r, dict):
             raise ConfigError(f"experiments.{experiment_name}.reference must be a mapping")
-        rep = reproduction.compare_any(scores, r, reference_dir, experiment_name)
+        comparisons.append(reproduction.compare_any(scores, r, reference_dir, experiment_name))
+    sections: list[Section] = []
+    for i, spec in enumerate(specs):
+        try:
+            sections.append(REPORT_KINDS[spec["kind"]](ctx, spec, _slug(i, spec)))
+        except ConfigError as exc:
+            raise ConfigError(f"{ctx.where(i)}: {exc}") from exc
+    # reproduction against the published numbers
+    repro_sections = []
+    for j, rep in enumerate(comparisons):
         base = out_dir / ("reproduction" if j == 0 else f"reproduction_{j + 1}")
         what = getattr(rep, "what", "published scores")
         sec = Section("reproduction", f"Reproduction of {rep.table} ({what}, {rep.metric})")
