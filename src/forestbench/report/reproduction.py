@@ -62,8 +62,8 @@ class Reproduction:
             ours = "" if pd.isna(r.ours_mean) else f"{r.ours_mean:.3f}" + (
                 "" if pd.isna(r.ours_std) else f" ± {r.ours_std:.3f}")
             paper = r.paper_printed
-            diff = "" if pd.isna(r.difference) else f"{r.difference:+.3f}"
-            dstd = "" if pd.isna(r.difference_in_std) else f"{r.difference_in_std:+.2f}"
+            diff = "" if pd.isna(r.difference) else _signed(r.difference, 3)
+            dstd = "" if pd.isna(r.difference_in_std) else _signed(r.difference_in_std, 2)
             yield r, ours, paper, diff, dstd
 
     def to_markdown(self) -> str:
@@ -118,6 +118,12 @@ def read_reference(reference_dir: Path, table: str) -> tuple[pd.DataFrame, str]:
             return frame, kind
     raise ConfigError(f"reference table {path} is neither a results, a p-value nor a critical-difference table "
                       f"(columns: {', '.join(frame.columns)})")
+
+
+def _signed(x: float, decimals: int) -> str:
+    """``x`` with an explicit sign; a value that rounds to zero prints as +0.000, never -0.000."""
+    text = f"{x:+.{decimals}f}"
+    return "+" + text[1:] if float(text) == 0 else text
 
 
 def load_reference(reference_dir: Path, table: str) -> pd.DataFrame:
@@ -243,7 +249,7 @@ class StatComparison:
                 if pd.isna(v):
                     v = ""
                 elif col == "difference":
-                    v = f"{v:+.3f}"
+                    v = _signed(v, 3)
                 else:
                     v = f"{v:.3g}" if abs(v) < 0.01 and v != 0 else f"{v:.3f}"
             out.append(str(v))
