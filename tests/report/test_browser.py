@@ -24,7 +24,7 @@ import seaborn as sns
 
 from forestbench.report import build_experiment_report, build_index
 
-from conftest import EXPERIMENT_CFG, REFERENCE_DIR, make_scores
+from report_fixtures import EXPERIMENT_CFG, REFERENCE_DIR, make_scores
 
 pytestmark = pytest.mark.browser
 

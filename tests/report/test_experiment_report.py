@@ -13,14 +13,14 @@ from forestbench import cli
 from forestbench.errors import ConfigError
 from forestbench.report import REPORT_KINDS, build_experiment_report, build_index
 
-from conftest import EXPERIMENT_CFG, REFERENCE_DIR
+from report_fixtures import EXPERIMENT_CFG, REFERENCE_DIR
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     import copy
 
-    from conftest import make_scores
+    from report_fixtures import make_scores
     root = tmp_path_factory.mktemp("built")
     scores_csv = root / "scores.csv"
     make_scores().to_csv(scores_csv, index=False)
@@ -142,8 +142,8 @@ def test_deterministic_outputs(scores_csv, experiment_cfg, tmp_path):
 
 def test_several_references_thesis_chapter_6(tmp_path):
     """Results, CD-figure and Wilcoxon references side by side, on the thesis' own printed means."""
-    from test_reproduction import _thesis_lrap_scores
-    scores = _thesis_lrap_scores()
+    from report_fixtures import thesis_lrap_scores
+    scores = thesis_lrap_scores()
     csv = tmp_path / "scores.csv"
     scores.to_csv(csv, index=False)
     ids = sorted(set(scores["variant"]))

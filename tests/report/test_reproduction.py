@@ -9,7 +9,7 @@ from forestbench.errors import ConfigError
 from forestbench.report import reproduction
 from forestbench.report.data import load_scores, summarise
 
-from conftest import EXPERIMENT_CFG, MISSING, OFF_CELL, REFERENCE_DIR
+from report_fixtures import EXPERIMENT_CFG, MISSING, OFF_CELL, REFERENCE_DIR, thesis_lrap_scores
 
 
 def test_compare_statuses_and_std_units(scores_csv):
@@ -82,25 +82,19 @@ def test_bad_reference_config(cfg, match):
 
 
 def test_reference_copy_is_complete_and_unchanged():
-    shared = REFERENCE_DIR.parents[1].parent / "shared" / "reference"
+    import os
+    from pathlib import Path
+    shared = Path(os.environ.get("FORESTBENCH_SHARED_REFERENCE", "/work/shared/reference"))
     ours = sorted(p.name for p in REFERENCE_DIR.iterdir())
     assert len([n for n in ours if n.endswith(".csv")]) == 34 and "README.md" in ours
     if shared.is_dir():  # the read-only source exists on the development machine only
+        assert sorted(p.name for p in shared.iterdir()) == ours
         for name in ours:
             assert (shared / name).read_bytes() == (REFERENCE_DIR / name).read_bytes(), name
 
 
-def _thesis_lrap_scores() -> pd.DataFrame:
-    """The thesis Tables 6.5-6.6 means as a one-repeat scores table, variants named by their method_id."""
-    ref = pd.concat([pd.read_csv(REFERENCE_DIR / "thesis_table_6_5.csv"),
-                     pd.read_csv(REFERENCE_DIR / "thesis_table_6_6.csv")])
-    return pd.DataFrame({"experiment": "e", "dataset": ref["dataset_id"], "method": ref["method_id"],
-                         "variant": ref["method_id"], "repeat": 0, "metric": "lrap", "value": ref["value"].astype(float),
-                         "higher_is_better": True, "step": np.nan})
-
-
 def test_compare_cd_figure_6_7():
-    scores = _thesis_lrap_scores()
+    scores = thesis_lrap_scores()
     ids = sorted(set(scores["variant"]))
     cfg = {"table": "thesis_figure_6_7_cd", "metric": "lrap", "methods": {i: i for i in ids}}
     rep = reproduction.compare_any(scores, cfg, REFERENCE_DIR, "fig67")
@@ -120,7 +114,7 @@ def test_compare_cd_figure_6_7():
 
 
 def test_compare_wilcoxon_table_6_7():
-    scores = _thesis_lrap_scores()
+    scores = thesis_lrap_scores()
     ids = sorted(set(scores["variant"]))
     cfg = {"table": "thesis_table_6_7", "metric": "lrap", "methods": {i: i for i in ids}}
     rep = reproduction.compare_any(scores, cfg, REFERENCE_DIR, "t67")

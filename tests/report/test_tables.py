@@ -9,7 +9,7 @@ from scipy import stats as sst
 from forestbench.report import tables
 from forestbench.report.data import load_scores, score_matrix, summarise
 
-from conftest import REFERENCE_DIR
+from report_fixtures import REFERENCE_DIR
 
 
 def _matrices(ref: pd.DataFrame):
