@@ -56,8 +56,13 @@ def test_report_lists_missing_cells(built):
     assert len(missing) == 6
     report = (out / "report.md").read_text()
     assert "## Cells not run" in report and "- medical / rf-gaussian-q1 / lrap" in report
-    table = pd.read_csv(out / "tables" / "01_table_lrap.csv")
+    table = pd.read_csv(out / "tables" / "01_table_lrap_cells.csv")
     assert set(table.loc[table.status == "not run", "dataset"]) == {"medical", "enron", "bibtex"}
+    wide = pd.read_csv(out / "tables" / "01_table_lrap.csv").set_index("dataset")
+    assert wide.loc["medical", "rf-gaussian-q1 mark"] == "not run" and pd.isna(wide.loc["medical", "rf-gaussian-q1 mean"])
+    assert wide.loc["scene", "rf-gaussian-q1 mark"] == "best +"
+    assert wide.loc["yeast", "rf mean"] == pytest.approx(0.759) and wide.loc["yeast", "rf mark"] == "best"
+    assert list(wide.index)[-1] == "avg. rank"
     cd = next(s for s in manifest["sections"] if s["kind"] == "cd_diagram")
     assert cd["data"]["n_datasets"] == 4 and any("medical" in n for n in cd["notes"])
     repro = pd.read_csv(out / "reproduction.csv")
@@ -67,7 +72,7 @@ def test_report_lists_missing_cells(built):
 
 def test_direction_aware_table(built):
     out, _ = built
-    ham = pd.read_csv(out / "tables" / "02_table_hamming_loss.csv")
+    ham = pd.read_csv(out / "tables" / "02_table_hamming_loss_cells.csv")
     scene = ham[ham.dataset == "scene"].set_index("variant")
     # lower hamming loss is better: the smallest mean is bold and marked "+" against the baseline
     best = scene["mean"].idxmin()

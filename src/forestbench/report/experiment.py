@@ -99,7 +99,8 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
                                 decimals=int(spec.get("decimals", 3)), sig_rule=str(spec.get("sig_rule", "max_std")))
     base = ctx.out_dir / "tables" / slug
     sec = Section("table", f"{metric}: mean ± std per dataset" + (f" (baseline {baseline})" if baseline else ""))
-    sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_csv()),
+    sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_wide_csv()),
+                 "CSV (one row per cell)": ctx.write(base.with_name(base.name + "_cells.csv"), table.to_csv()),
                  "Markdown": ctx.write(base.with_suffix(".md"), table.to_markdown()),
                  "LaTeX": ctx.write(base.with_suffix(".tex"), table.to_latex(label=f"tab:{ctx.experiment}:{metric}"))}
     sec.html, sec.markdown = table.to_html(), table.to_markdown()

@@ -113,7 +113,29 @@ class MeanStdTable:
         return pd.DataFrame(rows)
 
     def to_csv(self) -> str:
+        """Long form: one row per (dataset, variant) cell."""
         return self.to_frame().to_csv(index=False)
+
+    def to_wide_frame(self) -> pd.DataFrame:
+        """The papers' layout: one row per dataset, columns "<variant> mean", "<variant> std", "<variant> mark"
+        (mark: "best" and/or "+"/"-" against the baseline), and a final average-rank row."""
+        out = pd.DataFrame({"dataset": self.datasets})
+        for v in self.variants:
+            out[f"{v} mean"] = self.mean[v].to_numpy()
+            out[f"{v} std"] = self.std[v].to_numpy()
+            marks = []
+            for d in self.datasets:
+                parts = (["best"] if self.best.loc[d, v] else []) + ([self.mark.loc[d, v]] if self.mark.loc[d, v] else [])
+                marks.append(" ".join(parts) if not pd.isna(self.mean.loc[d, v]) else "not run")
+            out[f"{v} mark"] = marks
+        if self.average_rank is not None:
+            rank_row = {"dataset": "avg. rank"}
+            rank_row.update({f"{v} mean": self.average_rank[v] for v in self.variants})
+            out = pd.concat([out, pd.DataFrame([rank_row])], ignore_index=True)
+        return out
+
+    def to_wide_csv(self) -> str:
+        return self.to_wide_frame().to_csv(index=False, float_format=f"%.{self.decimals + 3}g")
 
     def _legend(self) -> str:
         arrow = "higher is better" if self.higher_is_better else "lower is better"
