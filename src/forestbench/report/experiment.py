@@ -72,6 +72,12 @@ def report_kind(name: str):
     return register
 
 
+def _short(items: list[str], limit: int = 20) -> str:
+    """A readable list for a note; the full lists are in the "Cells not run" section and the manifest."""
+    shown = ", ".join(items[:limit])
+    return shown + (f" ... and {len(items) - limit} more (see 'Cells not run')" if len(items) > limit else "")
+
+
 def _require(spec: dict, key: str, where: str):
     if key not in spec or spec[key] in (None, ""):
         raise ConfigError(f"{where}: missing key {key!r}")
@@ -106,7 +112,7 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
     sec.html, sec.markdown = table.to_html(), table.to_markdown()
     missing = table.missing_cells()
     if missing:
-        sec.notes.append(f"{len(missing)} cell(s) not run: " + ", ".join(f"{d}/{v}" for d, v in missing))
+        sec.notes.append(f"{len(missing)} cell(s) not run: " + _short([f"{d}/{v}" for d, v in missing]))
     if baseline is not None:
         sec.data["marks_vs_baseline"] = table.mark_counts()
     return sec
@@ -125,7 +131,7 @@ def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
                          + ", ".join(map(str, matrix.columns.difference(ran.columns))))
     complete, dropped = complete_rows(ran)
     if dropped:
-        sec.notes.append(f"dataset(s) left out because not every variant ran: {', '.join(dropped)}")
+        sec.notes.append(f"dataset(s) left out because not every variant ran: {_short(dropped)}")
     if complete.shape[0] < 2 or complete.shape[1] < 2:
         sec.notes.append(f"not enough results for a CD diagram (need 2 variants on 2 complete datasets; have "
                          f"{complete.shape[1]} variant(s), {complete.shape[0]} complete dataset(s))")
