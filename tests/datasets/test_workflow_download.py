@@ -30,6 +30,7 @@ def snakemake(workdir: Path, *targets: str) -> subprocess.CompletedProcess:
 def test_fetch_prepare_split_interrupted_then_resumed(http_server, tmp_path):
     shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
     shutil.copytree(ROOT / "workflow", tmp_path / "workflow")
+    shutil.copytree(ROOT / "envs", tmp_path / "envs")
     (tmp_path / "config").mkdir()
     rng = np.random.default_rng(0)
     _, Y, attrs, rows = toy_multilabel(rng, 30, 4, 3)

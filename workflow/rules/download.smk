@@ -3,37 +3,20 @@
 # Each job streams to a temporary file, checks the sha256 (registry or config/datasets.lock.yaml) and renames it
 # into data/raw/<dataset>/<file>; nothing partial is left behind. Unavailable datasets (no public source, no
 # local_path) are never requested; common.smk prints their names.
-from forestbench.datasets.download import remote_files, unavailable_reason
-
-
-def raw_files(dataset):
-    """The raw files the prepare step of ``dataset`` reads (empty for embedded sources)."""
-    entry = PLAN.registry.get(dataset)
-    if entry is None or entry["source"]["kind"] != "download" or unavailable_reason(dataset, entry):
-        return []
-    return [f"data/raw/{dataset}/{rf.name}" for rf in remote_files(entry)]
-
-
-def raw_inputs(wildcards):
-    return raw_files(wildcards.dataset)
-
-
-def all_raw_files():
-    return [path for name in sorted(PLAN.registry) for path in raw_files(name)]
-
-
 rule fetch:
     output:
         "data/raw/{dataset}/{filename}",
     wildcard_constraints:
         filename=r"[^/]+",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/fetch/{dataset}/{filename}.log",
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
     retries: 0  # the downloader retries with back-off itself
     shell:
-        "{PYTHON} -m forestbench datasets --registry {params.registry} fetch {wildcards.dataset} "
+        "python -m forestbench datasets --registry {params.registry} fetch {wildcards.dataset} "
         "--file {wildcards.filename} > {log} 2>&1"
 
 

@@ -23,10 +23,28 @@ def _load_experiments(configfile: Path) -> dict:
     return experiments
 
 
+def _experiments_of(args: argparse.Namespace) -> dict:
+    """The experiments mapping, from --experiments-json (what the workflow passes: its merged configuration) or
+    from --configfile."""
+    import json
+
+    if args.experiments_json is not None:
+        try:
+            experiments = json.loads(args.experiments_json)
+        except ValueError as exc:
+            raise ConfigError(f"--experiments-json is not valid JSON: {exc}") from None
+        if not isinstance(experiments, dict):
+            raise ConfigError("--experiments-json must be a JSON object (experiment -> configuration)")
+        return experiments
+    if args.configfile is None:
+        raise ConfigError("give --configfile or --experiments-json")
+    return _load_experiments(args.configfile)
+
+
 def _experiment(args: argparse.Namespace) -> int:
     from forestbench.report import build_experiment_report
 
-    experiments = _load_experiments(args.configfile)
+    experiments = _experiments_of(args)
     if args.experiment not in experiments:
         raise ConfigError(f"{args.configfile}: experiment {args.experiment!r} not found "
                           f"(known: {', '.join(map(str, experiments))})")
@@ -39,7 +57,7 @@ def _experiment(args: argparse.Namespace) -> int:
 def _index(args: argparse.Namespace) -> int:
     from forestbench.report import build_index
 
-    experiments = _load_experiments(args.configfile)
+    experiments = _experiments_of(args)
     dirs = {str(name): Path(args.results) / str(name) / "report" for name in experiments}
     path = build_index(dirs, args.out)
     print(f"report index: {path}")
@@ -52,13 +70,15 @@ def register(subparsers) -> None:
     exp = sub.add_parser("experiment", help="tables, figures and reproduction comparison of one experiment")
     exp.add_argument("--scores", type=Path, required=True, help="tidy scores table results/<E>/scores.csv")
     exp.add_argument("--experiment", required=True, help="experiment name (a key of experiments: in the config)")
-    exp.add_argument("--configfile", type=Path, required=True, help="YAML config with an 'experiments' mapping")
+    exp.add_argument("--configfile", type=Path, help="YAML config with an 'experiments' mapping")
+    exp.add_argument("--experiments-json", help="the 'experiments' mapping as JSON (instead of --configfile)")
     exp.add_argument("--reference-dir", type=Path, default=Path("config/reference"),
                      help="directory of the published reference CSVs (default: config/reference)")
     exp.add_argument("--out", type=Path, required=True, help="output directory, e.g. results/<E>/report")
     exp.set_defaults(func=_experiment)
     idx = sub.add_parser("index", help="results/report/index.html and index.md over every configured experiment")
-    idx.add_argument("--configfile", type=Path, required=True)
+    idx.add_argument("--configfile", type=Path)
+    idx.add_argument("--experiments-json", help="the 'experiments' mapping as JSON (instead of --configfile)")
     idx.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
     idx.add_argument("--out", type=Path, default=Path("results/report"), help="output directory")
     idx.set_defaults(func=_index)
