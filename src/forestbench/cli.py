@@ -11,7 +11,9 @@ import sys
 from forestbench.errors import ForestbenchError
 
 # command modules, in the order of the data flow
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "forestbench.pipeline",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,23 @@
+# forestbench: datasets -> splits -> fit/predict/score -> collect -> report.
+# Usage: snakemake --cores 2 (embedded offline suite); snakemake --cores N --configfile config/thesis.yaml.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/fit.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,125 @@
+"""Reproducible train/test splits, stored as explicit indices with a manifest of their checksums.
+
+A protocol is a mapping with a ``type``:
+- ``given``: the splits that come with the data (train/test files, published folds), in their order;
+- ``random``: ``repeats`` random learning/test sets of ``n_train`` (or ``train_fraction``) and ``n_test`` samples
+  (default: all the others), repeat r drawn from the seed sequence (seed, r), as "10 random LS/TS" in the papers;
+- ``kfold``: ``repeats`` shuffled ``n_splits``-fold partitions, fold i of repetition r being split r*n_splits + i.
+
+The file ``<protocol>.npz`` holds ``train_<i>`` / ``test_<i>``; the manifest ``<protocol>.json`` the protocol, the
+checksum of the prepared data it was drawn from and a sha256 of every split, so a result traces to its exact split.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from forestbench._io import atomic_path, write_json
+from forestbench.errors import ConfigError, DataError
+
+PROTOCOL_TYPES = ("given", "random", "kfold")
+
+
+def make_splits(protocol: dict, n_samples: int, given=None, dataset: str = "?") -> list[tuple[np.ndarray, np.ndarray]]:
+    kind = protocol.get("type")
+    seed = int(protocol.get("seed", 0))
+    if kind == "given":
+        if not given:
+            raise ConfigError(f"dataset {dataset}: protocol 'given' but the dataset comes with no train/test split")
+        return [(np.asarray(tr, dtype=np.int64), np.asarray(te, dtype=np.int64)) for tr, te in given]
+    if kind == "random":
+        repeats = int(protocol.get("repeats", 1))
+        if "n_train" in protocol:
+            n_train = int(protocol["n_train"])
+        elif "train_fraction" in protocol:
+            n_train = int(round(float(protocol["train_fraction"]) * n_samples))
+        else:
+            raise ConfigError(f"dataset {dataset}: random protocol needs n_train or train_fraction")
+        n_test = int(protocol.get("n_test", n_samples - n_train))
+        if n_train <= 0 or n_test <= 0 or n_train + n_test > n_samples:
+            raise DataError(f"dataset {dataset}: cannot draw {n_train} training + {n_test} test samples "
+                            f"from {n_samples} samples")
+        splits = []
+        for r in range(repeats):
+            perm = np.random.default_rng([seed, r]).permutation(n_samples)
+            splits.append((np.sort(perm[:n_train]), np.sort(perm[n_train:n_train + n_test])))
+        return splits
+    if kind == "kfold":
+        k = int(protocol.get("n_splits", 10))
+        repeats = int(protocol.get("repeats", 1))
+        if not 2 <= k <= n_samples:
+            raise DataError(f"dataset {dataset}: cannot make {k} folds of {n_samples} samples")
+        splits = []
+        for r in range(repeats):
+            perm = np.random.default_rng([seed, r]).permutation(n_samples)
+            folds = np.array_split(perm, k)
+            for i in range(k):
+                train = np.concatenate([f for j, f in enumerate(folds) if j != i])
+                splits.append((np.sort(train), np.sort(folds[i])))
+        return splits
+    raise ConfigError(f"dataset {dataset}: unknown protocol type {kind!r} (expected one of {PROTOCOL_TYPES})")
+
+
+def n_splits_of(protocol: dict, n_given: int | None = None) -> int:
+    """How many splits a protocol yields, without the data (``given`` needs ``n_given``, default 1)."""
+    kind = protocol.get("type")
+    if kind == "given":
+        return int(protocol.get("n_given", n_given or 1))
+    if kind == "random":
+        return int(protocol.get("repeats", 1))
+    if kind == "kfold":
+        return int(protocol.get("n_splits", 10)) * int(protocol.get("repeats", 1))
+    raise ConfigError(f"unknown protocol type {kind!r} (expected one of {PROTOCOL_TYPES})")
+
+
+def _sha(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a, dtype=np.int64).tobytes()).hexdigest()
+
+
+def save_splits(path: str | Path, splits, protocol: dict, dataset: str, data_sha256: str) -> Path:
+    path = Path(path)
+    arrays = {}
+    for i, (train, test) in enumerate(splits):
+        arrays[f"train_{i}"] = np.asarray(train, dtype=np.int64)
+        arrays[f"test_{i}"] = np.asarray(test, dtype=np.int64)
+    manifest = {
+        "dataset": dataset,
+        "protocol": protocol,
+        "data_sha256": data_sha256,
+        "n_splits": len(splits),
+        "splits": [{"index": i, "n_train": len(tr), "n_test": len(te), "train_sha256": _sha(tr),
+                    "test_sha256": _sha(te)} for i, (tr, te) in enumerate(splits)],
+    }
+    manifest["sha256"] = hashlib.sha256(json.dumps(manifest["splits"], sort_keys=True).encode()).hexdigest()
+    # manifest first: a split file never exists without its manifest
+    write_json(manifest_path(path), manifest)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+    return path
+
+
+def manifest_path(path: str | Path) -> Path:
+    return Path(path).with_suffix(".json")
+
+
+def load_split(path: str | Path, index: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The ``index``-th (train, test) pair and the manifest entry describing it; verified against the manifest."""
+    path = Path(path)
+    try:
+        manifest = json.loads(manifest_path(path).read_text())
+        with np.load(path, allow_pickle=False) as npz:
+            train, test = npz[f"train_{index}"], npz[f"test_{index}"]
+    except KeyError:
+        raise DataError(f"split file {path} has no split {index}") from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"split file {path} or its manifest is missing or corrupted ({exc}); "
+                        "delete it and rerun 'split'") from exc
+    entry = manifest["splits"][index]
+    if _sha(train) != entry["train_sha256"] or _sha(test) != entry["test_sha256"]:
+        raise DataError(f"split file {path}: split {index} does not match its manifest checksum")
+    return train, test, {"split_sha256": manifest["sha256"], "split_index": index, "protocol": manifest["protocol"],
+                         "train_sha256": entry["train_sha256"], "test_sha256": entry["test_sha256"]}

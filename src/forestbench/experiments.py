@@ -1,0 +1,192 @@
+"""Experiments are data: expand the configuration into method variants and fit jobs.
+
+An experiment names datasets, a split protocol, methods (registry name + parameters + an optional grid whose
+cartesian product gives one *variant* per combination), metrics, reports and the published table to compare with.
+A job is one (experiment, dataset, variant, repeat). This module is shared by the Snakefile, the CLI and ``plan``.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from forestbench.datasets.registry import get_entry, is_available, load_registry, protocol_of
+from forestbench.datasets.splits import n_splits_of
+from forestbench.errors import ConfigError
+from forestbench.methods import get_method
+from forestbench.metrics import get_metric
+from forestbench.validation import load_yaml, validate
+
+NAME_PATTERN = r"[A-Za-z0-9_.=+-]+"
+DEFAULT_REGISTRY = "config/datasets.yaml"
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    method: str
+    params: dict = field(hash=False)
+
+
+@dataclass(frozen=True)
+class Job:
+    experiment: str
+    dataset: str
+    variant: str
+    repeat: int
+
+
+def _format_value(value) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return f"{value:.1f}"
+    return str(value)
+
+
+def expand_variants(experiment: str, methods: list[dict]) -> list[Variant]:
+    variants: list[Variant] = []
+    for entry in methods:
+        get_method(entry["method"])  # fail early on an unknown method
+        grid = entry.get("grid") or {}
+        keys = list(grid)
+        for values in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
+            combo = dict(zip(keys, values))
+            params = {**entry.get("params", {}), **combo}
+            template = entry.get("name", entry["method"])
+            try:
+                name = template.format(**{k: _format_value(v) for k, v in params.items()})
+            except KeyError as exc:
+                raise ConfigError(f"experiment {experiment}: method name template {template!r} uses {exc}, "
+                                  "which is neither a parameter nor a grid key") from None
+            if combo and name == template and len(list(itertools.product(*grid.values()))) > 1:
+                name += "".join(f"-{k}={_format_value(v)}" for k, v in combo.items())
+            if not re.fullmatch(NAME_PATTERN, name):
+                raise ConfigError(f"experiment {experiment}: variant name {name!r} may only use letters, digits "
+                                  "and _.=+-")
+            variants.append(Variant(name, entry["method"], params))
+    seen = set()
+    for v in variants:
+        if v.name in seen:
+            raise ConfigError(f"experiment {experiment}: two method configurations are both named {v.name!r}; "
+                              "give them distinct names")
+        seen.add(v.name)
+    return variants
+
+
+@dataclass
+class ExperimentPlan:
+    name: str
+    config: dict
+    protocol: str
+    datasets: list[str]
+    unavailable: dict[str, str]
+    variants: list[Variant]
+    repeats: dict[str, int]
+    seed: int
+    threads: int
+
+    def jobs(self) -> list[Job]:
+        return [Job(self.name, d, v.name, r) for d in self.datasets for v in self.variants
+                for r in range(self.repeats[d])]
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        raise ConfigError(f"experiment {self.name}: no variant {name!r}")
+
+
+class Plan:
+    """The expanded configuration: experiments, their jobs and file paths."""
+
+    def __init__(self, config: dict, source: str = "config", schema_dir: str | Path | None = None,
+                 registry: dict | None = None):
+        validate(config, "config", source, schema_dir)
+        self.config = config
+        self.registry = registry if registry is not None else load_registry(
+            config.get("datasets_registry", DEFAULT_REGISTRY), schema_dir)
+        self.protocols = config.get("protocols", {})
+        select = config.get("select", {})
+        self.experiments: dict[str, ExperimentPlan] = {}
+        wanted = select.get("experiments")
+        for name, cfg in config["experiments"].items():
+            if wanted and name not in wanted:
+                continue
+            self.experiments[name] = self._expand(name, cfg, select)
+        if wanted:
+            missing = set(wanted) - set(config["experiments"])
+            if missing:
+                raise ConfigError(f"{source}: select.experiments names unknown experiment(s) {sorted(missing)}")
+
+    def _expand(self, name: str, cfg: dict, select: dict) -> ExperimentPlan:
+        for metric in cfg["metrics"]:
+            get_metric(metric)
+        variants = expand_variants(name, cfg["methods"])
+        if select.get("variants"):
+            variants = [v for v in variants if v.name in select["variants"]]
+        datasets, unavailable, repeats = [], {}, {}
+        max_repeats = cfg.get("max_repeats", self.config.get("max_repeats"))
+        for dataset in cfg["datasets"]:
+            if select.get("datasets") and dataset not in select["datasets"]:
+                continue
+            entry = get_entry(self.registry, dataset)
+            if not is_available(entry):
+                unavailable[dataset] = entry.get("unavailable_reason", "no public source is known")
+                continue
+            protocol = protocol_of(self.registry, dataset, cfg["protocol"], self.protocols)
+            n = n_splits_of(protocol)
+            repeats[dataset] = min(n, max_repeats) if max_repeats else n
+            datasets.append(dataset)
+        return ExperimentPlan(name, cfg, cfg["protocol"], datasets, unavailable, variants, repeats,
+                              int(cfg.get("seed", self.config.get("seed", 0))),
+                              int(cfg.get("threads", self.config.get("threads", 1))))
+
+    # ------------------------------------------------------------------ jobs and paths
+    def jobs(self) -> list[Job]:
+        return [job for exp in self.experiments.values() for job in exp.jobs()]
+
+    @staticmethod
+    def prepared_path(dataset: str) -> str:
+        return f"data/prepared/{dataset}.npz"
+
+    @staticmethod
+    def split_path(dataset: str, protocol: str) -> str:
+        return f"data/splits/{dataset}/{protocol}.npz"
+
+    @staticmethod
+    def record_path(job: Job) -> str:
+        return f"results/runs/{job.experiment}/{job.dataset}/{job.variant}/repeat-{job.repeat}.json"
+
+    @staticmethod
+    def scores_path(experiment: str) -> str:
+        return f"results/{experiment}/scores.csv"
+
+    def unavailable(self) -> dict[str, dict[str, str]]:
+        return {name: exp.unavailable for name, exp in self.experiments.items() if exp.unavailable}
+
+    # ------------------------------------------------------------------ what a job needs
+    def protocol_spec(self, dataset: str, protocol: str) -> dict:
+        return protocol_of(self.registry, dataset, protocol, self.protocols)
+
+    def run_spec(self, job: Job) -> dict:
+        exp = self.experiments[job.experiment]
+        variant = exp.variant(job.variant)
+        seed = int(np.random.SeedSequence([exp.seed, job.repeat]).generate_state(1)[0])
+        return {
+            "experiment": job.experiment, "dataset": job.dataset, "variant": job.variant,
+            "method": variant.method, "params": variant.params, "metrics": list(exp.config["metrics"]),
+            "repeat": job.repeat, "seed": seed, "threads": exp.threads, "protocol": exp.protocol,
+            "expected_shape": get_entry(self.registry, job.dataset).get("shape"),
+        }
+
+
+def load_plan(configfiles: list[str | Path], overrides: dict | None = None,
+              schema_dir: str | Path | None = None) -> Plan:
+    """Merge configuration files (later ones win, key by key at the top level), then expand."""
+    config: dict = {}
+    for path in configfiles:
+        config.update(load_yaml(path))
+    config.update(overrides or {})
+    return Plan(config, source=", ".join(map(str, configfiles)), schema_dir=schema_dir)

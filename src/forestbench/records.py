@@ -1,0 +1,87 @@
+"""Run records: one JSON document per (experiment, dataset, variant, repeat), with provenance.
+
+A record is written atomically, so a killed job leaves no file that looks complete.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from forestbench._io import write_json
+
+SCHEMA_VERSION = 1
+PACKAGES = ("forestbench", "numpy", "scipy", "scikit-learn", "pandas", "snakemake", "threadpoolctl", "Cython")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+SLURM_VARIABLES = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURMD_NODENAME",
+                   "SLURM_CPUS_PER_TASK", "SLURM_JOB_PARTITION")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _git_commit() -> dict:
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
+        return {"commit": commit, "dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _thread_limits() -> dict:
+    limits = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    try:
+        from threadpoolctl import threadpool_info
+        limits["threadpools"] = [{"api": p.get("user_api"), "library": p.get("internal_api"),
+                                  "num_threads": p.get("num_threads")} for p in threadpool_info()]
+    except Exception:  # threadpoolctl is informative only
+        limits["threadpools"] = None
+    return limits
+
+
+def provenance() -> dict:
+    return {
+        "packages": {p: _version(p) for p in PACKAGES},
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "git": _git_commit(),
+        "host": socket.gethostname(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "threads": _thread_limits(),
+        "slurm": {name: os.environ[name] for name in SLURM_VARIABLES if name in os.environ} or None,
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def write_record(path: str | Path, record: dict) -> Path:
+    record = {"schema_version": SCHEMA_VERSION, **record, "provenance": provenance()}
+    write_json(path, record)
+    return Path(path)
