@@ -126,3 +126,44 @@ def test_forest_memory_bound_for_multilabel_classification():
 def test_bigger_leaves_shrink_the_forest():
     assert R.forest_mb(10_000, 10, 100, min_samples_leaf=5) == pytest.approx(R.forest_mb(10_000, 10, 100) / 5)
     assert math.isclose(R.forest_mb(10, 1, 0), 0.0)
+
+
+def test_shape_of_fills_unknown_dimensions():
+    assert R.shape_of({"n": 20, "p": 3, "d": 3}) == (20, 3, 3)
+    assert R.shape_of(None) == (R.UNKNOWN_SHAPE["n"], R.UNKNOWN_SHAPE["p"], R.UNKNOWN_SHAPE["d"])
+    assert R.shape_of({"n": 7, "p": None}) == (7, R.UNKNOWN_SHAPE["p"], R.UNKNOWN_SHAPE["d"])
+
+
+@pytest.mark.parametrize("max_features, expected", [
+    (None, 100), ("sqrt", 10), ("log2", 6), (0.3, 30), (1.0, 100), (7, 7), (500, 100), ("auto", 100)])
+def test_candidate_features_reads_max_features_like_sklearn(max_features, expected):
+    assert R.candidate_features(max_features, 100) == expected
+
+
+@pytest.mark.parametrize("bad", [True, 0.0, 1.5, "cube", [1]])
+def test_candidate_features_rejects_nonsense(bad):
+    with pytest.raises(ValueError, match="max_features"):
+        R.candidate_features(bad, 100)
+
+
+def test_fit_requests_follow_params_shape_and_attempt():
+    shape = {"n": 2417, "p": 103, "d": 14}
+    small = R.fit_requests(shape, {"n_estimators": 10})
+    big = R.fit_requests(shape, {"n_estimators": 1000})
+    assert big["mem_mb"] > small["mem_mb"] and big["runtime"] > small["runtime"]
+    assert R.fit_requests(shape, {"n_estimators": 10}, attempt=3) == {k: 3 * v for k, v in small.items()}
+    # same as calling the models directly with the resolved numbers
+    assert big["runtime"] == R.runtime_min(2417, 103, 14, 1000, max_features=103)
+    assert big["mem_mb"] == R.mem_mb(2417, 103, 14, n_estimators=1000)
+    # sqrt features are cheaper than all features
+    assert R.fit_requests(shape, {"n_estimators": 1000, "max_features": "sqrt"})["runtime"] < big["runtime"]
+    # unknown shape: generous
+    assert R.fit_requests(None, {})["mem_mb"] >= big["mem_mb"]
+
+
+def test_data_requests_and_thread_environment():
+    assert R.data_requests({"n": 20, "p": 3, "d": 3}) == {"mem_mb": 1000, "runtime": 5}
+    assert R.data_requests({"n": 20, "p": 3, "d": 3}, attempt=2) == {"mem_mb": 2000, "runtime": 10}
+    assert R.thread_environment(2) == {"OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    with pytest.raises(ValueError):
+        R.thread_environment(0)

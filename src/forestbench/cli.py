@@ -13,6 +13,7 @@ from forestbench.errors import ForestbenchError
 # command modules, in the order of the data flow
 COMMAND_MODULES: list[str] = [
     "forestbench.pipeline",
+    "forestbench.plan",
 ]
 
 

@@ -240,3 +240,77 @@ def threads(
         if job_seconds(n, p, d, n_estimators, threads=t, **model) <= target_minutes * 60.0:
             return t
     return int(max_threads)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# From the registry and the method parameters to requests (what the Snakemake rules call)
+
+#: shape assumed for a dataset whose registry entry gives none (or nulls): generous, so the first attempt of an
+#: unknown dataset is unlikely to be killed; the run records then show what it really needed
+UNKNOWN_SHAPE = {"n": 50_000, "p": 1_000, "d": 50}
+#: scikit-learn's default forest size, used when a variant does not set n_estimators
+DEFAULT_N_ESTIMATORS = 100
+
+
+def shape_of(shape: dict | None) -> tuple[int, int, int]:
+    """``(n, p, d)`` from a registry ``shape`` mapping; missing or null entries take ``UNKNOWN_SHAPE``."""
+    shape = shape or {}
+    return tuple(int(shape.get(k) or UNKNOWN_SHAPE[k]) for k in ("n", "p", "d"))  # type: ignore[return-value]
+
+
+def candidate_features(max_features, p: int) -> int:
+    """Candidate features per split for a scikit-learn style ``max_features`` (None, "sqrt", "log2", int, float)."""
+    if max_features is None or max_features == "auto":
+        return p
+    if max_features == "sqrt":
+        return max(1, int(math.sqrt(p)))
+    if max_features == "log2":
+        return max(1, int(math.log2(p))) if p > 1 else 1
+    if isinstance(max_features, bool):
+        raise ValueError(f"resources: max_features must not be a boolean, got {max_features!r}")
+    if isinstance(max_features, float):
+        if not 0.0 < max_features <= 1.0:
+            raise ValueError(f"resources: fractional max_features must be in (0, 1], got {max_features!r}")
+        return max(1, int(max_features * p))
+    if isinstance(max_features, int):
+        return max(1, min(max_features, p))
+    raise ValueError(f"resources: unknown max_features {max_features!r}")
+
+
+def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, threads: int = 1,
+                 repeats: int = 1, sparse: bool = False, density: float | None = None) -> dict:
+    """``{"mem_mb", "runtime"}`` of one fit job from the dataset's registry shape and the variant's parameters.
+
+    ``n_estimators`` defaults to 100 (scikit-learn); ``max_features`` as scikit-learn reads it; ``min_samples_leaf``
+    shrinks the trees. Multi-output leaves are charged for every output (no projection is assumed: an upper bound).
+    """
+    n, p, d = shape_of(shape)
+    params = params or {}
+    n_estimators = int(params.get("n_estimators") or DEFAULT_N_ESTIMATORS)
+    n_estimators = max(1, n_estimators)
+    leaf = params.get("min_samples_leaf", 1)
+    leaf = int(leaf) if isinstance(leaf, int) and not isinstance(leaf, bool) and leaf >= 1 else 1
+    k = candidate_features(params.get("max_features", 1.0), p)
+    return {
+        "mem_mb": mem_mb(n, p, d, attempt, sparse, density=density, n_estimators=n_estimators,
+                         min_samples_leaf=leaf),
+        "runtime": runtime_min(n, p, d, n_estimators, attempt, threads=threads, repeats=repeats,
+                               max_features=k, sparse=sparse, density=density),
+    }
+
+
+def data_requests(shape: dict | None, attempt: int = 1, *, sparse: bool = False,
+                  density: float | None = None) -> dict:
+    """``{"mem_mb", "runtime"}`` of a data job (prepare, split) of a dataset with this registry shape."""
+    n, p, d = shape_of(shape)
+    return {"mem_mb": mem_mb(n, p, d, attempt, sparse, density=density),
+            "runtime": data_runtime_min(n, p, d, attempt, sparse=sparse, density=density)}
+
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """Environment variables that pin the BLAS/OpenMP pools to ``threads`` (set before Python starts, so that
+    timings of different jobs use the same number of threads; threadpoolctl enforces the same limit inside)."""
+    if int(threads) < 1:
+        raise ValueError(f"resources: threads must be >= 1, got {threads!r}")
+    value = str(int(threads))
+    return {name: value for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}

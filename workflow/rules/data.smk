@@ -6,6 +6,9 @@ rule prepare:
         "data/prepared/{dataset}.npz",
     log:
         "results/logs/prepare/{dataset}.log",
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
     shell:
@@ -21,6 +24,9 @@ rule split:
         manifest="data/splits/{dataset}/{protocol}.json",
     log:
         "results/logs/split/{dataset}/{protocol}.log",
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     params:
         protocol=protocol_json,
     shell:

@@ -8,6 +8,9 @@ rule collect:
         "results/{experiment}/scores.csv",
     log:
         "results/logs/collect/{experiment}.log",
+    resources:
+        mem_mb=light_mem_mb,
+        runtime=light_runtime,
     shell:
         "{PYTHON} -m forestbench collect {wildcards.experiment} --records {input} --out {output} > {log} 2>&1"
 
@@ -19,5 +22,8 @@ rule summary:
         "results/{experiment}/summary.md",
     log:
         "results/logs/summary/{experiment}.log",
+    resources:
+        mem_mb=light_mem_mb,
+        runtime=light_runtime,
     shell:
         "{PYTHON} -m forestbench summary {input} --out {output} > {log} 2>&1"
