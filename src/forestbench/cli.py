@@ -15,6 +15,7 @@ COMMAND_MODULES: list[str] = [
     "forestbench.datasets.cli",
     "forestbench.pipeline",
     "forestbench.report.cli",
+    "forestbench.plan",
 ]
 
 

@@ -10,6 +10,9 @@ rule prepare:
         "../../envs/forestbench.yaml"
     log:
         "results/logs/prepare/{dataset}.log",
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
     shell:
@@ -27,6 +30,9 @@ rule split:
         "../../envs/forestbench.yaml"
     log:
         "results/logs/split/{dataset}/{protocol}.log",
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     params:
         protocol=protocol_json,
     shell:

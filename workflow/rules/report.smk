@@ -11,6 +11,9 @@ rule collect:
         "../../envs/forestbench.yaml"
     log:
         "results/logs/collect/{experiment}.log",
+    resources:
+        mem_mb=light_mem_mb,
+        runtime=light_runtime,
     params:
         # every record of the experiment's full plan that exists (inputs are only those selected to run)
         records=all_records_of,
@@ -31,6 +34,9 @@ rule report_experiment:
     params:
         experiments=experiments_json,
         outdir=subpath(output[0], parent=True),
+    resources:
+        mem_mb=light_mem_mb,
+        runtime=light_runtime,
     shell:
         "python -m forestbench report experiment --scores {input} --experiment {wildcards.experiment} "
         "--experiments-json {params.experiments:q} --reference-dir config/reference --out {params.outdir} "
@@ -47,6 +53,9 @@ rule report_index:
         "../../envs/forestbench.yaml"
     log:
         "results/logs/report/index.log",
+    resources:
+        mem_mb=light_mem_mb,
+        runtime=light_runtime,
     params:
         experiments=lambda wildcards: experiments_json(wildcards, all_experiments=True),
     shell:
