@@ -17,6 +17,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
+include: "workflow/rules/resources.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/fit.smk"
 include: "workflow/rules/report.smk"

@@ -43,7 +43,8 @@ def test_workflow_runs_then_is_up_to_date_then_reruns_one_job(workflow_dir, snak
     assert len(records) == 2 + 4
     for name in ("tiny_ml", "tiny_reg"):
         assert (workflow_dir / "results" / name / "scores.csv").exists()
-        assert (workflow_dir / "results" / name / "summary.md").exists()
+        assert (workflow_dir / "results" / name / "report" / "manifest.json").exists()
+    assert (workflow_dir / "results" / "report" / "index.html").exists()
 
     second = snakemake(workflow_dir, snakemake_env)
     assert second.returncode == 0 and "Nothing to be done" in second.stdout + second.stderr

@@ -14,6 +14,8 @@ from forestbench.errors import ForestbenchError
 COMMAND_MODULES: list[str] = [
     "forestbench.datasets.cli",
     "forestbench.pipeline",
+    "forestbench.report.cli",
+    "forestbench.plan",
 ]
 
 

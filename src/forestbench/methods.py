@@ -64,7 +64,8 @@ def build_estimator(name: str, params: dict, seed: int | None):
         raise ConfigError(f"method {name!r}: invalid parameters {sorted(params)}: {exc}") from None
 
 
-def _sklearn(cls_path: str):
+def _lazy_class(cls_path: str):
+    """A factory for the class at ``cls_path``, imported on first use (planning needs only its signature)."""
     module, cls = cls_path.rsplit(".", 1)
 
     def factory(**params):
@@ -76,12 +77,20 @@ def _sklearn(cls_path: str):
     return factory
 
 
+# forestbench's own estimators (Cython tree kernel): sparse label matrices are used as they are
+register("decision_tree", _lazy_class("forestbench.tree.DecisionTreeRegressor"), sparse_y=True,
+         description="forestbench DecisionTreeRegressor (multi-output, split targets, sparse labels)")
+register("random_forest", _lazy_class("forestbench.ensemble.RandomForestRegressor"), sparse_y=True,
+         description="forestbench RandomForestRegressor, optionally on random output projections (thesis ch.5)")
+register("extra_trees", _lazy_class("forestbench.ensemble.ExtraTreesRegressor"), sparse_y=True,
+         description="forestbench ExtraTreesRegressor, optionally on random output projections (thesis ch.5)")
+
 # scikit-learn's estimators: the correctness oracle and the speed baseline
-register("sklearn_random_forest", _sklearn("sklearn.ensemble.RandomForestRegressor"),
+register("sklearn_random_forest", _lazy_class("sklearn.ensemble.RandomForestRegressor"),
          description="scikit-learn RandomForestRegressor (multi-output, dense Y)")
-register("sklearn_extra_trees", _sklearn("sklearn.ensemble.ExtraTreesRegressor"),
+register("sklearn_extra_trees", _lazy_class("sklearn.ensemble.ExtraTreesRegressor"),
          description="scikit-learn ExtraTreesRegressor (multi-output, dense Y)")
-register("sklearn_decision_tree", _sklearn("sklearn.tree.DecisionTreeRegressor"),
+register("sklearn_decision_tree", _lazy_class("sklearn.tree.DecisionTreeRegressor"),
          description="scikit-learn DecisionTreeRegressor (multi-output, dense Y)")
 
 
@@ -120,7 +129,7 @@ class ClassifierScores:
 
 
 def _sklearn_classifier(cls_path: str):
-    inner = _sklearn(cls_path)
+    inner = _lazy_class(cls_path)
 
     def factory(**params):
         return ClassifierScores(inner(**params))
@@ -143,8 +152,8 @@ for _name, _path in {
 }.items():
     register(_name, _sklearn_classifier(_path), sparse_y=False,
              description=f"scikit-learn {_path.rsplit('.', 1)[1]} (class scores)")
-register("sklearn_lasso", _sklearn("sklearn.linear_model.Lasso"), description="scikit-learn Lasso")
-register("sklearn_bagging", _sklearn("sklearn.ensemble.BaggingRegressor"), description="scikit-learn BaggingRegressor")
+register("sklearn_lasso", _lazy_class("sklearn.linear_model.Lasso"), description="scikit-learn Lasso")
+register("sklearn_bagging", _lazy_class("sklearn.ensemble.BaggingRegressor"), description="scikit-learn BaggingRegressor")
 
 # named by config/thesis.yaml, implemented by later issues
 for _name, _why in {

@@ -3,7 +3,7 @@
 Conventions (see config/README.md):
 - ``lrap`` drops test samples without any positive label before averaging, as the papers do (scikit-learn would
   score such a row 1.0).
-- ``coverage_error`` and ``label_ranking_loss`` follow scikit-learn's definitions over all test rows.
+- ``coverage_error`` and ``ranking_loss`` (label ranking loss) follow scikit-learn's definitions over all test rows.
 - ``macro_r2`` averages the per-output r^2 with the test-set mean as reference (gradient-boosting paper eq. 26).
 - ``arrmse`` uses the training-set mean as the default model (deep tree-ensembles paper eq. 2), computed per split.
 - Classification scores from a regression forest are thresholded at 0.5 (binary) or arg-maxed (multi-class).
@@ -144,7 +144,7 @@ class Metric:
 METRICS: dict[str, Metric] = {m.name: m for m in [
     Metric("lrap", lrap, True, MULTILABEL),
     Metric("coverage_error", coverage_error, False, MULTILABEL),
-    Metric("label_ranking_loss", label_ranking_loss, False, MULTILABEL),
+    Metric("ranking_loss", label_ranking_loss, False, MULTILABEL),
     Metric("hamming_loss", hamming_loss, False, MULTILABEL),
     Metric("one_error", one_error, False, MULTILABEL),
     Metric("micro_auc", micro_auc, True, MULTILABEL),

@@ -1,4 +1,4 @@
-"""The workflow's step commands: ``prepare``, ``split``, ``fit``, ``collect`` and ``summary``.
+"""The workflow's step commands: ``prepare``, ``split``, ``fit`` and ``collect``.
 
 Each Snakemake rule calls one of them with explicit paths; run specifications arrive as JSON so that a step does
 not need to re-read the configuration.
@@ -70,18 +70,6 @@ def _collect(args) -> None:
     print(f"{len(paths)} record(s) of {args.experiment} -> {args.out}")
 
 
-def _summary(args) -> None:
-    import pandas as pd
-
-    from forestbench._io import write_text
-    from forestbench.collect import summary_markdown
-
-    frame = pd.read_csv(args.scores)
-    title = str(frame["experiment"].iloc[0]) if not frame.empty else ""
-    write_text(args.out, summary_markdown(frame, title))
-    print(f"summary of {args.scores} -> {args.out}")
-
-
 def register(subparsers) -> None:
     p = subparsers.add_parser("prepare", help="prepare a dataset into its canonical .npz form")
     p.add_argument("dataset")
@@ -114,7 +102,3 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True)
     p.set_defaults(func=_collect)
 
-    p = subparsers.add_parser("summary", help="mean ± std of every metric per dataset and variant (Markdown)")
-    p.add_argument("scores")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=_summary)

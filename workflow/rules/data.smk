@@ -3,14 +3,16 @@
 
 rule prepare:
     input:
-        # download.smk: the verified raw files of a downloaded dataset (none for embedded ones)
-        lambda wildcards: raw_file_paths(wildcards.dataset, PLAN.registry.get(wildcards.dataset)),
+        raw_inputs,  # download.smk: the verified raw files of a downloaded dataset (none for embedded ones)
     output:
         "data/prepared/{dataset}.npz",
     conda:
         "../../envs/forestbench.yaml"
     log:
         "results/logs/prepare/{dataset}.log",
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
     shell:
@@ -28,6 +30,9 @@ rule split:
         "../../envs/forestbench.yaml"
     log:
         "results/logs/split/{dataset}/{protocol}.log",
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     params:
         protocol=protocol_json,
     shell:

@@ -2,11 +2,7 @@
 # One job per raw file: an interrupted run keeps the files already verified and fetches only the missing ones.
 # Each job streams to a temporary file, checks the sha256 (registry or config/datasets.lock.yaml) and renames it
 # into data/raw/<dataset>/<file>; nothing partial is left behind. Unavailable datasets (no public source, no
-# local_path) are never requested; common.smk prints their names. The prepare rule (data.smk) takes the raw files
-# of its dataset as input through forestbench.datasets.download.raw_file_paths.
-from forestbench.datasets.download import raw_file_paths
-
-
+# local_path) are never requested; common.smk prints their names.
 rule fetch:
     output:
         "data/raw/{dataset}/{filename}",
@@ -27,4 +23,4 @@ rule fetch:
 rule fetch_all:
     """Download and verify the raw files of every available dataset of the registry (`snakemake fetch_all`)."""
     input:
-        [path for name in sorted(PLAN.registry) for path in raw_file_paths(name, PLAN.registry[name])],
+        all_raw_files(),

@@ -1,5 +1,6 @@
-# One job per (experiment, dataset, variant, repeat). On a cluster, --group-components fit=N bundles N of them
-# into one submitted job (see workflow/profiles/slurm).
+# One job per (experiment, dataset, variant, repeat). On a cluster the SLURM profile puts these jobs in group "fit"
+# (`groups: [fit=fit]`) and `group-components: [fit=N]` bundles N of them into one SLURM job. The group is set by
+# the profile, not here, because a grouped rule cannot be submitted as a SLURM array (workflow/profiles/slurm-array).
 
 
 rule fit:
@@ -14,13 +15,14 @@ rule fit:
         "results/logs/fit/{experiment}/{dataset}/{variant}/repeat-{repeat}.log",
     params:
         spec=run_spec_json,
-    group:
-        "fit"
-    threads: lambda wildcards: PLAN.experiments[wildcards.experiment].threads
+    threads: fit_threads
     resources:
         # the attempt number reaches the command (and the run record) through a resource
         attempt=lambda wildcards, attempt: attempt,
-        mem_mb=lambda wildcards, attempt: 2000 * attempt,
+        mem_mb=fit_mem_mb,
+        runtime=fit_runtime,
+        slurm_extra=fit_slurm_extra,
     shell:
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "python -m forestbench fit --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
         "--attempt {resources.attempt} --mem-mb {resources.mem_mb} --out {output} > {log} 2>&1"

@@ -1,0 +1,253 @@
+"""``python -m forestbench plan``: how many jobs a configuration makes, and how many core-hours they will take.
+
+Jobs are counted per workflow rule from the experiments expansion (``forestbench.experiments``), exactly as the
+Snakefile derives them: one ``prepare`` per dataset, one ``split`` per (dataset, protocol), one ``fit`` per
+(experiment, dataset, variant, repeat), one ``collect`` and one ``summary`` per experiment. With ``--chunk N`` (the
+SLURM profile's ``group-components: fit=N``) the fits travel in ceil(fits / N) SLURM jobs per experiment.
+
+Core-hours of a fit are ``threads x wall``; the wall time of a (experiment, dataset, variant) comes from, in order:
+
+1. ``recorded``: the mean ``fit_wall_s + predict_wall_s`` of its existing run records under ``--results``, plus the
+   job start-up (``resources.STARTUP_S``);
+2. ``recorded-elsewhere``: the same from records of the same (dataset, variant) in other experiments;
+3. ``model``: the stated cost model of ``forestbench.resources`` (``job_seconds``) from the registry shape and the
+   variant's ``n_estimators`` / ``max_features``.
+
+Each data, collect and summary job is charged one start-up of one core. The requested SLURM resources (memory and
+time limit of attempt 1, from ``forestbench.resources``) are listed too, so that an allocation can be sized.
+
+Configuration files merge the way Snakemake merges them: the Snakefile's ``config/config.yaml`` first (``--base``),
+then every ``--configfile`` in order, nested mappings key by key.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from forestbench import resources as res
+from forestbench.errors import DataError
+
+DEFAULT_BASE = "config/config.yaml"
+RULES = ("prepare", "split", "fit", "collect", "summary")
+
+
+def merge_config(base: dict, update: dict) -> dict:
+    """Recursive merge as Snakemake does for ``--configfile``: mappings merge key by key, other values replace."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_config(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE) -> tuple[dict, str]:
+    from forestbench.validation import load_yaml
+
+    files = ([Path(base)] if base else []) + [Path(f) for f in configfiles]
+    config: dict = {}
+    for path in files:
+        config = merge_config(config, load_yaml(path) or {})
+    return config, ", ".join(map(str, files)) or "config"
+
+
+@dataclass
+class VariantEstimate:
+    experiment: str
+    dataset: str
+    variant: str
+    fits: int
+    threads: int
+    wall_s: float  # per fit job, start-up included
+    source: str  # recorded | recorded-elsewhere | model
+    n_records: int
+    mem_mb: int  # request of attempt 1
+    runtime_min: int  # request of attempt 1
+
+    @property
+    def core_hours(self) -> float:
+        return self.fits * self.threads * self.wall_s / 3600.0
+
+
+@dataclass
+class PlanReport:
+    jobs: dict[str, int]
+    slurm_jobs: dict[str, int]
+    chunk: int
+    variants: list[VariantEstimate] = field(default_factory=list)
+    other_core_hours: float = 0.0
+
+    @property
+    def fit_core_hours(self) -> float:
+        return sum(v.core_hours for v in self.variants)
+
+    @property
+    def core_hours(self) -> float:
+        return self.fit_core_hours + self.other_core_hours
+
+    def to_dict(self) -> dict:
+        return {
+            "jobs": self.jobs, "slurm_jobs": self.slurm_jobs, "chunk": self.chunk,
+            "core_hours": self.core_hours, "fit_core_hours": self.fit_core_hours,
+            "other_core_hours": self.other_core_hours,
+            "variants": [dict(asdict(v), core_hours=v.core_hours) for v in self.variants],
+        }
+
+
+def read_timings(results: str | Path) -> dict[tuple[str, str, str], list[float]]:
+    """``{(experiment, dataset, variant): [fit_wall_s + predict_wall_s, ...]}`` of the run records under
+    ``results/runs``; a record that is not valid JSON or lacks the timing fields is an error naming the file."""
+    timings: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    root = Path(results) / "runs"
+    if not root.is_dir():
+        return {}
+    for path in sorted(root.rglob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+            key = (str(record["experiment"]), str(record["dataset"]), str(record["variant"]))
+            wall = float(record["fit_wall_s"]) + float(record.get("predict_wall_s") or 0.0)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"run record {path} is unreadable ({exc}); delete it or rerun its job") from None
+        except (KeyError, TypeError) as exc:
+            raise DataError(f"run record {path} lacks the field {exc} (experiment, dataset, variant, "
+                            "fit_wall_s are needed)") from None
+        if not math.isfinite(wall) or wall < 0:
+            raise DataError(f"run record {path}: fit_wall_s + predict_wall_s = {wall} is not a duration")
+        timings[key].append(wall)
+    return dict(timings)
+
+
+def _model_wall_s(shape: dict | None, params: dict, threads: int) -> float:
+    n, p, d = res.shape_of(shape)
+    n_estimators = max(1, int(params.get("n_estimators") or res.DEFAULT_N_ESTIMATORS))
+    k = res.candidate_features(params.get("max_features", 1.0), p)
+    return res.job_seconds(n, p, d, n_estimators, threads=threads, max_features=k)
+
+
+def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanReport:
+    """Count jobs and estimate core-hours for an expanded ``forestbench.experiments.Plan``."""
+    from forestbench.datasets.registry import get_entry
+
+    if chunk < 1:
+        raise ValueError(f"plan: chunk must be >= 1, got {chunk}")
+    timings = read_timings(results)
+    by_dataset_variant: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for (_, dataset, variant), walls in timings.items():
+        by_dataset_variant[(dataset, variant)].extend(walls)
+
+    datasets, splits = set(), set()
+    jobs = dict.fromkeys(RULES, 0)
+    slurm_fit_jobs = 0
+    variants: list[VariantEstimate] = []
+    for name, exp in plan.experiments.items():
+        n_fits = 0
+        for dataset in exp.datasets:
+            datasets.add(dataset)
+            splits.add((dataset, exp.protocol))
+            shape = get_entry(plan.registry, dataset).get("shape")
+            for variant in exp.variants:
+                fits = exp.repeats[dataset]
+                n_fits += fits
+                own = timings.get((name, dataset, variant.name), [])
+                other = by_dataset_variant.get((dataset, variant.name), [])
+                if own:
+                    wall, source, n_rec = res.STARTUP_S + sum(own) / len(own), "recorded", len(own)
+                elif other:
+                    wall, source, n_rec = res.STARTUP_S + sum(other) / len(other), "recorded-elsewhere", len(other)
+                else:
+                    wall, source, n_rec = _model_wall_s(shape, variant.params, exp.threads), "model", 0
+                req = res.fit_requests(shape, variant.params, 1, threads=exp.threads)
+                variants.append(VariantEstimate(name, dataset, variant.name, fits, exp.threads, wall, source,
+                                                n_rec, req["mem_mb"], req["runtime"]))
+        jobs["fit"] += n_fits
+        slurm_fit_jobs += math.ceil(n_fits / chunk) if n_fits else 0
+        jobs["collect"] += 1
+        jobs["summary"] += 1
+    jobs["prepare"] = len(datasets)
+    jobs["split"] = len(splits)
+    slurm_jobs = dict(jobs, fit=slurm_fit_jobs)
+    other = (jobs["prepare"] + jobs["split"] + jobs["collect"] + jobs["summary"]) * res.STARTUP_S / 3600.0
+    return PlanReport(jobs, slurm_jobs, chunk, variants, other)
+
+
+def suggest_chunk(report: PlanReport, target_minutes: float = 30.0) -> int:
+    """Fits per SLURM job so that a chunk of the average fit lasts about ``target_minutes`` (at least 1)."""
+    fits = sum(v.fits for v in report.variants)
+    if not fits:
+        return 1
+    mean_wall = sum(v.fits * v.wall_s for v in report.variants) / fits
+    return max(1, int(target_minutes * 60.0 // mean_wall))
+
+
+def format_report(report: PlanReport, target_minutes: float = 30.0) -> str:
+    lines = ["Jobs per rule (SLURM jobs with chunk %d):" % report.chunk]
+    for rule in RULES:
+        lines.append(f"  {rule:<8} {report.jobs[rule]:>8}  ({report.slurm_jobs[rule]} SLURM job(s))")
+    lines.append(f"  {'total':<8} {sum(report.jobs.values()):>8}  ({sum(report.slurm_jobs.values())} SLURM job(s))")
+    lines.append("")
+    lines.append("Fit estimates (wall per fit job incl. start-up; requests of attempt 1):")
+    header = f"  {'experiment':<22} {'dataset':<20} {'variant':<24} {'fits':>5} {'thr':>3} {'wall/fit':>10} " \
+             f"{'core-h':>9} {'mem_mb':>7} {'time':>6}  source"
+    lines.append(header)
+    for v in report.variants:
+        lines.append(f"  {v.experiment:<22} {v.dataset:<20} {v.variant:<24} {v.fits:>5} {v.threads:>3} "
+                     f"{_duration(v.wall_s):>10} {v.core_hours:>9.3f} {v.mem_mb:>7} {v.runtime_min:>5}m  "
+                     f"{v.source}" + (f" ({v.n_records} runs)" if v.n_records else ""))
+    sources = defaultdict(int)
+    for v in report.variants:
+        sources[v.source] += v.fits
+    lines.append("")
+    lines.append(f"Core-hours: {report.core_hours:.2f} (fits {report.fit_core_hours:.2f}, other jobs "
+                 f"{report.other_core_hours:.2f}); fits estimated from "
+                 + ", ".join(f"{k}: {n}" for k, n in sorted(sources.items())))
+    if any(v.source == "model" for v in report.variants):
+        lines.append("  model: forestbench.resources.job_seconds = start-up "
+                     f"{res.STARTUP_S:.0f} s + C_FIT x trees x candidate features x n log2 n x (1 + d/"
+                     f"{res.D_HALF:.0f}) x (1 + {res.PREDICT_FRACTION}), C_FIT = {res.C_FIT:g} s (2-core CI "
+                     "machine, scikit-learn RF); records of earlier runs replace it")
+    if report.variants:
+        mem = max(v.mem_mb for v in report.variants)
+        lines.append(f"Largest fit request: {mem} MB. Suggested chunk for ~{target_minutes:.0f}-minute SLURM jobs: "
+                     f"--group-components fit={suggest_chunk(report, target_minutes)}")
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _run(args) -> int:
+    from forestbench.experiments import Plan
+
+    config, source = load_config(args.configfile, None if args.no_base else args.base)
+    plan = Plan(config, source=source)
+    report = make_plan(plan, results=args.results, chunk=args.chunk)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+    else:
+        print(format_report(report, args.target_minutes))
+    sys.stdout.flush()
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "plan", help="count jobs per rule and estimate core-hours for a configuration (size a cluster allocation)")
+    p.add_argument("--configfile", action="append", default=[], metavar="FILE",
+                   help="configuration file(s) merged over --base, as `snakemake --configfile` does")
+    p.add_argument("--base", default=DEFAULT_BASE, help=f"the Snakefile's own configuration (default {DEFAULT_BASE})")
+    p.add_argument("--no-base", action="store_true", help="do not start from --base")
+    p.add_argument("--results", default="results", help="where earlier run records are (results/runs/...)")
+    p.add_argument("--chunk", type=int, default=1, help="fits per SLURM job (the profile's group-components fit=N)")
+    p.add_argument("--target-minutes", type=float, default=30.0, help="SLURM job length the chunk suggestion aims at")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=_run)

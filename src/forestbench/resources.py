@@ -1,0 +1,316 @@
+"""Resource requests (memory, wall time, threads) of the workflow's jobs, as pure functions of a dataset's shape.
+
+The Snakemake rules call these from their ``resources:`` callables, e.g.
+``mem_mb=lambda wc, attempt: resources.mem_mb(n, p, d, attempt, n_estimators=100)``, so that on a cluster every job
+asks for what its dataset needs, and a job killed for memory or time (SLURM states OUT_OF_MEMORY / TIMEOUT) is
+resubmitted by ``--retries`` with ``attempt`` times the first request.
+
+The models below are deliberately simple, stated, upper-bound-ish estimates; ``forestbench plan`` uses the same
+runtime model when no run records exist yet, and recorded times otherwise.
+
+Memory model (MB, before the safety factor)::
+
+    BASE_MB                                   interpreter, numpy/scipy/scikit-learn, the Snakemake job step
+  + inputs    dense: 12 bytes per cell        float64 original + float32 copy the tree builders work on
+              sparse: 2 x 12 bytes per stored value (CSR + CSC copies, value + index)
+  + outputs   16 bytes per (sample, output)   float64 targets and one working copy
+  + trees     n_estimators x nodes x (NODE_BYTES + 8 * d * n_classes)
+              nodes = 2 n / min_samples_leaf (a fully grown tree); the leaf values dominate for many outputs,
+              which is exactly the cost the output projections remove
+
+Runtime model (seconds, one thread)::
+
+    C_FIT * n_estimators * k * n * log2(n) * (1 + d / D_HALF)       k = candidate features per split
+
+``C_FIT`` and ``D_HALF`` were measured with scikit-learn's RandomForestRegressor (sort-based splitter, the slower
+of random forests and extra trees) on the 2-core CI machine: C = 0.9e-7 to 1.1e-7 s, and the cost grew from d=1 to
+d=64 as 1 + d/32.  Sparse inputs replace ``p`` by the number of stored values per row.  Prediction is charged as
+``PREDICT_FRACTION`` of the fit.
+"""
+from __future__ import annotations
+
+import math
+
+#: memory of a fit process before it touches data: Python, numpy, scipy, scikit-learn, forestbench and the
+#: Snakemake job step that SLURM runs around it (RSS measured ~350 MB; rounded up)
+BASE_MB = 500
+#: bytes per tree node besides its leaf values (feature, threshold, children, impurity, counts)
+NODE_BYTES = 64
+#: seconds per (tree x candidate feature x sample x log2 samples), one thread, sort-based splitter
+C_FIT = 1.5e-7
+#: outputs at which the per-split impurity bookkeeping doubles the cost of a split
+D_HALF = 32.0
+#: prediction time as a fraction of the fit time
+PREDICT_FRACTION = 0.25
+#: start-up of a job (interpreter, imports, loading the split, writing the record), seconds
+STARTUP_S = 20.0
+#: default density assumed for sparse inputs whose density is unknown
+DEFAULT_DENSITY = 0.01
+#: requests are rounded up to these units
+MEM_UNIT_MB = 100
+#: parallel efficiency of tree-level parallelism (joblib over trees)
+PARALLEL_EFFICIENCY = 0.8
+
+
+def _check_shape(n: int, p: int, d: int) -> None:
+    for name, value in (("n (samples)", n), ("p (features)", p), ("d (outputs)", d)):
+        if not isinstance(value, (int,)) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"resources: {name} must be a positive integer, got {value!r}")
+
+
+def _check_attempt(attempt: int) -> None:
+    if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+        raise ValueError(f"resources: attempt must be an integer >= 1, got {attempt!r}")
+
+
+def _round_up(value: float, unit: int) -> int:
+    return int(math.ceil(value / unit) * unit)
+
+
+def stored_per_row(p: int, sparse: bool = False, density: float | None = None) -> float:
+    """Stored input values per sample: ``p`` when dense, ``p * density`` (at least 1) when sparse."""
+    if not sparse:
+        return float(p)
+    if density is None:
+        density = DEFAULT_DENSITY
+    if not 0.0 < density <= 1.0:
+        raise ValueError(f"resources: density must be in (0, 1], got {density!r}")
+    return max(1.0, p * density)
+
+
+def data_mb(n: int, p: int, d: int, sparse: bool = False, density: float | None = None) -> float:
+    """Memory of one dataset held for fitting (inputs with their working copies, outputs), in MB."""
+    _check_shape(n, p, d)
+    if sparse:
+        x_bytes = 2 * 12 * n * stored_per_row(p, True, density)
+    else:
+        x_bytes = 12.0 * n * p
+    y_bytes = 16.0 * n * d
+    return (x_bytes + y_bytes) / 2**20
+
+
+def forest_mb(n: int, d: int, n_estimators: int, n_classes: int = 1, min_samples_leaf: int = 1) -> float:
+    """Memory of a forest of fully grown trees (``2 n / min_samples_leaf`` nodes each) with ``d`` outputs."""
+    if n_estimators < 0:
+        raise ValueError(f"resources: n_estimators must be >= 0, got {n_estimators!r}")
+    if n_classes < 1 or min_samples_leaf < 1:
+        raise ValueError("resources: n_classes and min_samples_leaf must be >= 1")
+    nodes = 2.0 * n / min_samples_leaf
+    return n_estimators * nodes * (NODE_BYTES + 8.0 * d * n_classes) / 2**20
+
+
+def need_mb(n: int, p: int, d: int, sparse: bool = False, *, density: float | None = None, n_estimators: int = 0,
+            n_classes: int = 1, min_samples_leaf: int = 1) -> float:
+    """Modelled peak memory in MB (no safety factor, no rounding): base + data + forest."""
+    _check_shape(n, p, d)
+    return BASE_MB + data_mb(n, p, d, sparse, density) + forest_mb(n, d, n_estimators, n_classes, min_samples_leaf)
+
+
+def mem_mb(
+    n: int,
+    p: int,
+    d: int,
+    attempt: int = 1,
+    sparse: bool = False,
+    *,
+    density: float | None = None,
+    n_estimators: int = 0,
+    n_classes: int = 1,
+    min_samples_leaf: int = 1,
+    safety: float = 1.5,
+    min_mb: int = 1000,
+    cap_mb: int | None = None,
+) -> int:
+    """Memory request in MB for a job holding an ``n x p`` dataset with ``d`` outputs (and a forest, if any).
+
+    ``attempt`` multiplies the request (retry after OUT_OF_MEMORY gets more); ``cap_mb`` bounds it (a cluster's
+    node size). Pass ``n_estimators=0`` for jobs that only read and write data (prepare, split).
+    """
+    _check_attempt(attempt)
+    need = need_mb(n, p, d, sparse, density=density, n_estimators=n_estimators, n_classes=n_classes,
+                   min_samples_leaf=min_samples_leaf)
+    request = max(min_mb, _round_up(need * safety, MEM_UNIT_MB)) * attempt
+    if cap_mb is not None:
+        request = min(request, int(cap_mb))
+    return int(request)
+
+
+def fit_seconds(
+    n: int,
+    p: int,
+    d: int,
+    n_estimators: int,
+    *,
+    max_features: int | float | None = None,
+    sparse: bool = False,
+    density: float | None = None,
+) -> float:
+    """Modelled single-thread wall time of fitting ``n_estimators`` trees (see the module docstring).
+
+    ``max_features``: candidate features per split, as a count (int) or a fraction of ``p`` (float); None = all.
+    """
+    _check_shape(n, p, d)
+    if n_estimators < 1:
+        raise ValueError(f"resources: n_estimators must be >= 1, got {n_estimators!r}")
+    width = stored_per_row(p, sparse, density)
+    if max_features is None:
+        k = width
+    elif isinstance(max_features, float):
+        if not 0.0 < max_features <= 1.0:
+            raise ValueError(f"resources: fractional max_features must be in (0, 1], got {max_features!r}")
+        k = max(1.0, max_features * width)
+    else:
+        k = float(min(max(1, int(max_features)), width)) if width >= 1 else 1.0
+    return C_FIT * n_estimators * k * n * math.log2(max(n, 2)) * (1.0 + d / D_HALF)
+
+
+def job_seconds(
+    n: int,
+    p: int,
+    d: int,
+    n_estimators: int,
+    *,
+    threads: int = 1,
+    repeats: int = 1,
+    **model,
+) -> float:
+    """Modelled wall time of one fit job: start-up, then ``repeats`` x (fit + predict) on ``threads`` threads."""
+    if threads < 1 or repeats < 1:
+        raise ValueError("resources: threads and repeats must be >= 1")
+    one = fit_seconds(n, p, d, n_estimators, **model) * (1.0 + PREDICT_FRACTION)
+    speedup = 1.0 if threads == 1 else max(1.0, threads * PARALLEL_EFFICIENCY)
+    return STARTUP_S + repeats * one / speedup
+
+
+def runtime_min(
+    n: int,
+    p: int,
+    d: int,
+    n_estimators: int,
+    attempt: int = 1,
+    *,
+    threads: int = 1,
+    repeats: int = 1,
+    safety: float = 3.0,
+    min_minutes: int = 5,
+    cap_minutes: int | None = None,
+    **model,
+) -> int:
+    """Wall-time request in minutes (Snakemake's ``runtime`` resource) for fitting and predicting one run.
+
+    Three times the modelled time, at least ``min_minutes``, times ``attempt`` (retry after TIMEOUT gets more),
+    at most ``cap_minutes``. Extra keywords (``max_features``, ``sparse``, ``density``) go to the time model.
+    """
+    _check_attempt(attempt)
+    seconds = job_seconds(n, p, d, n_estimators, threads=threads, repeats=repeats, **model)
+    request = max(int(min_minutes), int(math.ceil(seconds * safety / 60.0))) * attempt
+    if cap_minutes is not None:
+        request = min(request, int(cap_minutes))
+    return int(request)
+
+
+def data_runtime_min(n: int, p: int, d: int, attempt: int = 1, *, sparse: bool = False,
+                     density: float | None = None, min_minutes: int = 5) -> int:
+    """Wall-time request for data jobs (prepare, split): parsing/writing at a pessimistic 20 MB/s, x ``attempt``."""
+    _check_attempt(attempt)
+    seconds = STARTUP_S + data_mb(n, p, d, sparse, density) / 20.0
+    return max(int(min_minutes), int(math.ceil(seconds * 3.0 / 60.0))) * attempt
+
+
+def threads(
+    n: int,
+    p: int,
+    d: int,
+    n_estimators: int,
+    *,
+    fixed: int | None = None,
+    max_threads: int = 4,
+    target_minutes: float = 30.0,
+    **model,
+) -> int:
+    """Threads for a fit job: ``fixed`` when given (timing experiments pin it), else the fewest threads (at most
+    ``max_threads``) that bring the modelled job under ``target_minutes``; small jobs get one thread."""
+    if fixed is not None:
+        if int(fixed) < 1:
+            raise ValueError(f"resources: fixed thread count must be >= 1, got {fixed!r}")
+        return int(fixed)
+    if max_threads < 1:
+        raise ValueError(f"resources: max_threads must be >= 1, got {max_threads!r}")
+    for t in range(1, int(max_threads) + 1):
+        if job_seconds(n, p, d, n_estimators, threads=t, **model) <= target_minutes * 60.0:
+            return t
+    return int(max_threads)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# From the registry and the method parameters to requests (what the Snakemake rules call)
+
+#: shape assumed for a dataset whose registry entry gives none (or nulls): generous, so the first attempt of an
+#: unknown dataset is unlikely to be killed; the run records then show what it really needed
+UNKNOWN_SHAPE = {"n": 50_000, "p": 1_000, "d": 50}
+#: scikit-learn's default forest size, used when a variant does not set n_estimators
+DEFAULT_N_ESTIMATORS = 100
+
+
+def shape_of(shape: dict | None) -> tuple[int, int, int]:
+    """``(n, p, d)`` from a registry ``shape`` mapping; missing or null entries take ``UNKNOWN_SHAPE``."""
+    shape = shape or {}
+    return tuple(int(shape.get(k) or UNKNOWN_SHAPE[k]) for k in ("n", "p", "d"))  # type: ignore[return-value]
+
+
+def candidate_features(max_features, p: int) -> int:
+    """Candidate features per split for a scikit-learn style ``max_features`` (None, "sqrt", "log2", int, float)."""
+    if max_features is None or max_features == "auto":
+        return p
+    if max_features == "sqrt":
+        return max(1, int(math.sqrt(p)))
+    if max_features == "log2":
+        return max(1, int(math.log2(p))) if p > 1 else 1
+    if isinstance(max_features, bool):
+        raise ValueError(f"resources: max_features must not be a boolean, got {max_features!r}")
+    if isinstance(max_features, float):
+        if not 0.0 < max_features <= 1.0:
+            raise ValueError(f"resources: fractional max_features must be in (0, 1], got {max_features!r}")
+        return max(1, int(max_features * p))
+    if isinstance(max_features, int):
+        return max(1, min(max_features, p))
+    raise ValueError(f"resources: unknown max_features {max_features!r}")
+
+
+def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, threads: int = 1,
+                 repeats: int = 1, sparse: bool = False, density: float | None = None) -> dict:
+    """``{"mem_mb", "runtime"}`` of one fit job from the dataset's registry shape and the variant's parameters.
+
+    ``n_estimators`` defaults to 100 (scikit-learn); ``max_features`` as scikit-learn reads it; ``min_samples_leaf``
+    shrinks the trees. Multi-output leaves are charged for every output (no projection is assumed: an upper bound).
+    """
+    n, p, d = shape_of(shape)
+    params = params or {}
+    n_estimators = int(params.get("n_estimators") or DEFAULT_N_ESTIMATORS)
+    n_estimators = max(1, n_estimators)
+    leaf = params.get("min_samples_leaf", 1)
+    leaf = int(leaf) if isinstance(leaf, int) and not isinstance(leaf, bool) and leaf >= 1 else 1
+    k = candidate_features(params.get("max_features", 1.0), p)
+    return {
+        "mem_mb": mem_mb(n, p, d, attempt, sparse, density=density, n_estimators=n_estimators,
+                         min_samples_leaf=leaf),
+        "runtime": runtime_min(n, p, d, n_estimators, attempt, threads=threads, repeats=repeats,
+                               max_features=k, sparse=sparse, density=density),
+    }
+
+
+def data_requests(shape: dict | None, attempt: int = 1, *, sparse: bool = False,
+                  density: float | None = None) -> dict:
+    """``{"mem_mb", "runtime"}`` of a data job (prepare, split) of a dataset with this registry shape."""
+    n, p, d = shape_of(shape)
+    return {"mem_mb": mem_mb(n, p, d, attempt, sparse, density=density),
+            "runtime": data_runtime_min(n, p, d, attempt, sparse=sparse, density=density)}
+
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """Environment variables that pin the BLAS/OpenMP pools to ``threads`` (set before Python starts, so that
+    timings of different jobs use the same number of threads; threadpoolctl enforces the same limit inside)."""
+    if int(threads) < 1:
+        raise ValueError(f"resources: threads must be >= 1, got {threads!r}")
+    value = str(int(threads))
+    return {name: value for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}

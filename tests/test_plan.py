@@ -1,0 +1,134 @@
+"""``forestbench plan``: job counts from the experiments expansion, core-hours from records or the stated model."""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from forestbench import resources as R
+from forestbench.cli import main
+from forestbench.errors import DataError
+from forestbench.experiments import Plan
+from forestbench.plan import load_config, make_plan, merge_config, read_timings, suggest_chunk
+
+REPO = Path(__file__).resolve().parents[1]
+REGISTRY = str(REPO / "config" / "datasets.yaml")
+
+
+def _config(**extra):
+    config = {
+        "datasets_registry": REGISTRY,
+        "seed": 0,
+        "experiments": {
+            "a": {"datasets": ["linnerud", "sf2"], "protocol": "demo", "metrics": ["macro_r2"],
+                  "methods": [{"name": "rf{n_estimators}", "method": "sklearn_random_forest",
+                               "grid": {"n_estimators": [5, 50]}}]},
+            "b": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"], "threads": 2,
+                  "methods": [{"name": "et", "method": "sklearn_extra_trees", "params": {"n_estimators": 10}}]},
+        },
+    }
+    config.update(extra)
+    return config
+
+
+def _plan(**extra):
+    return Plan(_config(**extra), source="test", schema_dir=REPO / "workflow" / "schemas")
+
+
+def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict):
+    path = root / "runs" / experiment / dataset / variant / f"repeat-{repeat}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"experiment": experiment, "dataset": dataset, "variant": variant,
+                                "fit_wall_s": fit, "predict_wall_s": predict}))
+
+
+def test_job_counts_follow_the_expansion(tmp_path):
+    plan = _plan()
+    report = make_plan(plan, results=tmp_path)
+    # linnerud demo: 5 folds, sf2 demo: 3 folds; experiment a has 2 variants, b has 1
+    assert report.jobs == {"prepare": 2, "split": 2, "fit": 2 * (5 + 3) + 5, "collect": 2, "summary": 2}
+    assert report.jobs["fit"] == len(plan.jobs())
+    chunked = make_plan(plan, results=tmp_path, chunk=4)
+    assert chunked.slurm_jobs["fit"] == math.ceil(16 / 4) + math.ceil(5 / 4)
+    assert chunked.slurm_jobs["prepare"] == 2
+
+
+def test_max_repeats_and_select_reduce_the_plan(tmp_path):
+    report = make_plan(_plan(max_repeats=2, select={"experiments": ["a"]}), results=tmp_path)
+    assert report.jobs == {"prepare": 2, "split": 2, "fit": 2 * 2 * 2, "collect": 1, "summary": 1}
+
+
+def test_model_estimate_without_records(tmp_path):
+    report = make_plan(_plan(), results=tmp_path)
+    assert {v.source for v in report.variants} == {"model"}
+    v = next(v for v in report.variants if v.experiment == "b")
+    expected = R.job_seconds(20, 3, 3, 10, threads=2, max_features=3)
+    assert v.wall_s == pytest.approx(expected)
+    assert v.core_hours == pytest.approx(5 * 2 * expected / 3600)
+    other = (2 + 2 + 2 + 2) * R.STARTUP_S / 3600
+    assert report.core_hours == pytest.approx(sum(x.core_hours for x in report.variants) + other)
+    assert v.mem_mb == R.fit_requests({"n": 20, "p": 3, "d": 3}, {"n_estimators": 10})["mem_mb"]
+
+
+def test_recorded_times_replace_the_model(tmp_path):
+    for r, (fit, pred) in enumerate([(100.0, 10.0), (200.0, 10.0)]):
+        _write_record(tmp_path, "a", "sf2", "rf50", r, fit, pred)
+    _write_record(tmp_path, "zzz", "linnerud", "et", 0, 40.0, 0.0)  # same dataset+variant, other experiment
+    report = make_plan(_plan(), results=tmp_path)
+    rows = {(v.experiment, v.dataset, v.variant): v for v in report.variants}
+    own = rows[("a", "sf2", "rf50")]
+    assert own.source == "recorded" and own.n_records == 2
+    assert own.wall_s == pytest.approx(R.STARTUP_S + 160.0)
+    assert own.core_hours == pytest.approx(3 * 1 * (R.STARTUP_S + 160.0) / 3600)
+    elsewhere = rows[("b", "linnerud", "et")]
+    assert elsewhere.source == "recorded-elsewhere"
+    assert elsewhere.core_hours == pytest.approx(5 * 2 * (R.STARTUP_S + 40.0) / 3600)
+    assert rows[("a", "linnerud", "rf5")].source == "model"
+
+
+def test_broken_records_are_named(tmp_path):
+    path = tmp_path / "runs" / "a" / "sf2" / "rf5" / "repeat-0.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    with pytest.raises(DataError, match="repeat-0.json"):
+        read_timings(tmp_path)
+    path.write_text(json.dumps({"experiment": "a", "dataset": "sf2", "variant": "rf5"}))
+    with pytest.raises(DataError, match="fit_wall_s"):
+        read_timings(tmp_path)
+
+
+def test_suggested_chunk_targets_the_job_length(tmp_path):
+    _write_record(tmp_path, "b", "linnerud", "et", 0, 60.0 - R.STARTUP_S, 0.0)  # one fit = 60 s with start-up
+    report = make_plan(_plan(select={"experiments": ["b"]}), results=tmp_path)
+    assert suggest_chunk(report, target_minutes=30) == 30
+    assert suggest_chunk(report, target_minutes=0.5) == 1
+
+
+def test_merge_config_is_recursive_like_snakemake(tmp_path):
+    assert merge_config({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"y": 3}, "c": 4}) == \
+        {"a": {"x": 1, "y": 3}, "b": 1, "c": 4}
+    base = tmp_path / "base.yaml"
+    base.write_text("seed: 1\nexperiments:\n  one: {x: 1}\n")
+    more = tmp_path / "more.yaml"
+    more.write_text("seed: 2\nexperiments:\n  two: {x: 2}\n")
+    config, source = load_config([more], base)
+    assert config == {"seed": 2, "experiments": {"one": {"x": 1}, "two": {"x": 2}}}
+    assert str(base) in source and str(more) in source
+
+
+def test_cli_prints_table_and_json(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    import yaml
+    cfg.write_text(yaml.safe_dump(_config()))
+    assert main(["plan", "--no-base", "--configfile", str(cfg), "--results", str(tmp_path), "--chunk", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "fit" in out and "21  (6 SLURM job(s))" in out and "Core-hours" in out and "model" in out
+    assert main(["plan", "--no-base", "--configfile", str(cfg), "--results", str(tmp_path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["jobs"]["fit"] == 21 and data["core_hours"] > 0
+    assert len(data["variants"]) == 5
+
+
+def test_cli_reports_a_missing_configfile(tmp_path, capsys):
+    assert main(["plan", "--no-base", "--configfile", str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml" in capsys.readouterr().err

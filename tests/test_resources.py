@@ -1,0 +1,169 @@
+"""Resource models: invariants (monotone in size, linear in attempt, caps), closed forms, and a scikit-learn oracle
+for the forest memory bound."""
+import math
+
+import numpy as np
+import pytest
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+from forestbench import resources as R
+
+
+def test_data_mb_closed_form_dense_and_sparse():
+    assert R.data_mb(1000, 100, 10) == pytest.approx((12 * 1000 * 100 + 16 * 1000 * 10) / 2**20)
+    # sparse: 2 copies x 12 bytes per stored value, density 0.05 of 1000 features = 50 per row
+    assert R.data_mb(1000, 1000, 1, sparse=True, density=0.05) == pytest.approx(
+        (24 * 1000 * 50 + 16 * 1000) / 2**20)
+    assert R.data_mb(1000, 1000, 1, sparse=True, density=0.05) < R.data_mb(1000, 1000, 1)
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 3, 5])
+def test_attempt_multiplies_requests_exactly(attempt):
+    args = (5000, 100, 14)
+    assert R.mem_mb(*args, attempt, n_estimators=100) == attempt * R.mem_mb(*args, 1, n_estimators=100)
+    assert R.runtime_min(*args, 100, attempt) == attempt * R.runtime_min(*args, 100, 1)
+    assert R.data_runtime_min(*args, attempt) == attempt * R.data_runtime_min(*args, 1)
+
+
+def test_requests_grow_with_each_dimension():
+    base = dict(n=2000, p=50, d=5, n_estimators=50)
+    m0 = R.need_mb(base["n"], base["p"], base["d"], n_estimators=base["n_estimators"])
+    r0 = R.mem_mb(base["n"], base["p"], base["d"], n_estimators=base["n_estimators"], min_mb=0)
+    t0 = R.fit_seconds(**base)
+    for key in base:
+        bigger = dict(base, **{key: base[key] * 10})
+        m1 = R.need_mb(bigger["n"], bigger["p"], bigger["d"], n_estimators=bigger["n_estimators"])
+        r1 = R.mem_mb(bigger["n"], bigger["p"], bigger["d"], n_estimators=bigger["n_estimators"], min_mb=0)
+        t1 = R.fit_seconds(**bigger)
+        assert m1 > m0, key
+        assert r1 >= r0, key
+        assert t1 > t0, key
+    # runtime is linear in trees and in candidate features
+    assert R.fit_seconds(2000, 50, 5, 100) == pytest.approx(2 * R.fit_seconds(2000, 50, 5, 50))
+    assert R.fit_seconds(2000, 50, 5, 50, max_features=10) == pytest.approx(R.fit_seconds(2000, 50, 5, 50) / 5)
+    assert R.fit_seconds(2000, 50, 5, 50, max_features=0.2) == pytest.approx(R.fit_seconds(2000, 50, 5, 50) / 5)
+
+
+def test_fit_seconds_closed_form():
+    n, p, d, t = 1024, 8, 32, 10
+    assert R.fit_seconds(n, p, d, t) == pytest.approx(R.C_FIT * t * p * n * 10 * 2.0)
+
+
+def test_minimums_caps_and_rounding():
+    assert R.mem_mb(10, 2, 1) == 1000  # tiny data: the floor
+    assert R.mem_mb(10, 2, 1, attempt=2) == 2000
+    assert R.mem_mb(10**6, 1000, 100, n_estimators=500, cap_mb=64000) == 64000
+    assert R.mem_mb(123457, 77, 3, n_estimators=10) % R.MEM_UNIT_MB == 0
+    assert R.runtime_min(10, 2, 1, 10) == 5
+    assert R.runtime_min(10**6, 1000, 100, 1000, cap_minutes=60 * 24) == 60 * 24
+
+
+def test_threads_fixed_small_and_large():
+    assert R.threads(100, 10, 1, 10) == 1
+    assert R.threads(100, 10, 1, 10, fixed=4) == 4
+    big = R.threads(200_000, 500, 10, 500, max_threads=8)
+    assert 1 < big <= 8
+    # more threads shorten the modelled job
+    assert R.job_seconds(50_000, 100, 1, 100, threads=4) < R.job_seconds(50_000, 100, 1, 100, threads=1)
+    assert R.runtime_min(200_000, 500, 10, 500, threads=big) <= R.runtime_min(200_000, 500, 10, 500)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, None, True])
+def test_bad_shapes_and_attempts_are_rejected_with_the_name(bad):
+    with pytest.raises(ValueError, match="n \\(samples\\)"):
+        R.mem_mb(bad, 10, 1)
+    with pytest.raises(ValueError, match="attempt"):
+        R.mem_mb(10, 10, 1, attempt=bad)
+    with pytest.raises(ValueError, match="attempt"):
+        R.runtime_min(10, 10, 1, 10, attempt=bad)
+
+
+def test_bad_model_parameters():
+    with pytest.raises(ValueError, match="density"):
+        R.data_mb(10, 10, 1, sparse=True, density=0.0)
+    with pytest.raises(ValueError, match="max_features"):
+        R.fit_seconds(10, 10, 1, 10, max_features=1.5)
+    with pytest.raises(ValueError, match="n_estimators"):
+        R.fit_seconds(10, 10, 1, 0)
+    with pytest.raises(ValueError, match="fixed"):
+        R.threads(10, 10, 1, 10, fixed=0)
+
+
+def _tree_bytes(forest):
+    total = 0
+    for est in forest.estimators_:
+        tree = est.tree_
+        total += tree.value.nbytes + tree.node_count * R.NODE_BYTES
+    return total
+
+
+@pytest.mark.parametrize("d", [1, 7])
+def test_forest_memory_bounds_real_fully_grown_forests(d):
+    """Oracle: the leaf values + node arrays of scikit-learn forests stay under the modelled bound, and the bound is
+    not absurdly loose (within 4x, since bootstrap trees have fewer than 2n nodes)."""
+    rng = np.random.default_rng(0)
+    n = 400
+    X = rng.normal(size=(n, 5))
+    Y = rng.normal(size=(n, d))
+    forest = RandomForestRegressor(n_estimators=5, random_state=0).fit(X, Y if d > 1 else Y.ravel())
+    actual = _tree_bytes(forest) / 2**20
+    bound = R.forest_mb(n, d, 5)
+    assert actual <= bound
+    assert bound < 4 * actual
+
+
+def test_forest_memory_bound_for_multilabel_classification():
+    rng = np.random.default_rng(1)
+    n, d = 300, 6
+    X = rng.normal(size=(n, 4))
+    Y = (rng.random(size=(n, d)) < 0.3).astype(int)
+    forest = RandomForestClassifier(n_estimators=4, random_state=0).fit(X, Y)
+    actual = _tree_bytes(forest) / 2**20
+    assert actual <= R.forest_mb(n, d, 4, n_classes=2)
+    assert actual > R.forest_mb(n, d, 4, n_classes=1) / 4
+
+
+def test_bigger_leaves_shrink_the_forest():
+    assert R.forest_mb(10_000, 10, 100, min_samples_leaf=5) == pytest.approx(R.forest_mb(10_000, 10, 100) / 5)
+    assert math.isclose(R.forest_mb(10, 1, 0), 0.0)
+
+
+def test_shape_of_fills_unknown_dimensions():
+    assert R.shape_of({"n": 20, "p": 3, "d": 3}) == (20, 3, 3)
+    assert R.shape_of(None) == (R.UNKNOWN_SHAPE["n"], R.UNKNOWN_SHAPE["p"], R.UNKNOWN_SHAPE["d"])
+    assert R.shape_of({"n": 7, "p": None}) == (7, R.UNKNOWN_SHAPE["p"], R.UNKNOWN_SHAPE["d"])
+
+
+@pytest.mark.parametrize("max_features, expected", [
+    (None, 100), ("sqrt", 10), ("log2", 6), (0.3, 30), (1.0, 100), (7, 7), (500, 100), ("auto", 100)])
+def test_candidate_features_reads_max_features_like_sklearn(max_features, expected):
+    assert R.candidate_features(max_features, 100) == expected
+
+
+@pytest.mark.parametrize("bad", [True, 0.0, 1.5, "cube", [1]])
+def test_candidate_features_rejects_nonsense(bad):
+    with pytest.raises(ValueError, match="max_features"):
+        R.candidate_features(bad, 100)
+
+
+def test_fit_requests_follow_params_shape_and_attempt():
+    shape = {"n": 2417, "p": 103, "d": 14}
+    small = R.fit_requests(shape, {"n_estimators": 10})
+    big = R.fit_requests(shape, {"n_estimators": 1000})
+    assert big["mem_mb"] > small["mem_mb"] and big["runtime"] > small["runtime"]
+    assert R.fit_requests(shape, {"n_estimators": 10}, attempt=3) == {k: 3 * v for k, v in small.items()}
+    # same as calling the models directly with the resolved numbers
+    assert big["runtime"] == R.runtime_min(2417, 103, 14, 1000, max_features=103)
+    assert big["mem_mb"] == R.mem_mb(2417, 103, 14, n_estimators=1000)
+    # sqrt features are cheaper than all features
+    assert R.fit_requests(shape, {"n_estimators": 1000, "max_features": "sqrt"})["runtime"] < big["runtime"]
+    # unknown shape: generous
+    assert R.fit_requests(None, {})["mem_mb"] >= big["mem_mb"]
+
+
+def test_data_requests_and_thread_environment():
+    assert R.data_requests({"n": 20, "p": 3, "d": 3}) == {"mem_mb": 1000, "runtime": 5}
+    assert R.data_requests({"n": 20, "p": 3, "d": 3}, attempt=2) == {"mem_mb": 2000, "runtime": 10}
+    assert R.thread_environment(2) == {"OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    with pytest.raises(ValueError):
+        R.thread_environment(0)

@@ -1,0 +1,50 @@
+# Resource requests of every rule, from the dataset's registry shape, the variant's parameters and Snakemake's
+# `attempt` (a job retried after OUT_OF_MEMORY / TIMEOUT asks `attempt` times more). Models: forestbench.resources.
+from forestbench import resources as fbres
+from forestbench.datasets.registry import get_entry as _registry_entry
+
+
+def _shape(dataset):
+    return _registry_entry(PLAN.registry, dataset).get("shape")
+
+
+def _fit_requests(wildcards, attempt):
+    exp = PLAN.experiments[wildcards.experiment]
+    return fbres.fit_requests(
+        _shape(wildcards.dataset), exp.variant(wildcards.variant).params, attempt, threads=exp.threads
+    )
+
+
+def fit_mem_mb(wildcards, attempt):
+    return _fit_requests(wildcards, attempt)["mem_mb"]
+
+
+def fit_runtime(wildcards, attempt):
+    return _fit_requests(wildcards, attempt)["runtime"]
+
+
+def fit_threads(wildcards):
+    # fixed by the configuration (experiment `threads`, else the global `threads`), never by the machine, so
+    # that timings are comparable; the fit command pins the BLAS/OpenMP pools to the same number
+    return PLAN.experiments[wildcards.experiment].threads
+
+
+def fit_slurm_extra(wildcards):
+    # timing experiments get whole nodes on a cluster (ignored when running locally)
+    return "--exclusive" if PLAN.experiments[wildcards.experiment].config.get("timing") else None
+
+
+def data_mem_mb(wildcards, attempt):
+    return fbres.data_requests(_shape(wildcards.dataset), attempt)["mem_mb"]
+
+
+def data_runtime(wildcards, attempt):
+    return fbres.data_requests(_shape(wildcards.dataset), attempt)["runtime"]
+
+
+def light_mem_mb(wildcards, attempt):
+    return 1000 * attempt
+
+
+def light_runtime(wildcards, attempt):
+    return 10 * attempt
