@@ -498,10 +498,3 @@ def verify_dataset(name: str, entry: dict, root: str | os.PathLike | None = None
             report.append((rf.stored_name, "ok", actual))
     return report
 
-
-def raw_file_paths(name: str, entry: dict | None, root: str = "data/raw") -> list[str]:
-    """The raw files the prepare step of dataset ``name`` reads, as workflow paths (empty for embedded sources and
-    for unavailable datasets, which the workflow does not request)."""
-    if entry is None or entry["source"]["kind"] != "download" or unavailable_reason(name, entry):
-        return []
-    return [f"{root}/{name}/{rf.name}" for rf in remote_files(entry)]
