@@ -151,8 +151,8 @@ def _read_header(fh, path) -> tuple[str, list[Attribute], int]:
             continue
         if not line.startswith("@"):
             raise ParseError(path, lineno, f"expected @relation, @attribute or @data, got {line[:40]!r}")
-        keyword, _, rest = line.partition(" ") if " " in line else line.partition("\t")
-        keyword = keyword.lower()
+        parts = line.split(None, 1)
+        keyword, rest = parts[0].lower(), (parts[1] if len(parts) > 1 else "")
         if keyword == "@relation":
             if relation is not None:
                 raise ParseError(path, lineno, "second @relation")
