@@ -1,8 +1,8 @@
 """Prepare time and peak memory of the largest raw files of the papers, on generated files of their size.
 
-For each case a file of the published size and a plausible density is generated once (not timed), then
-``forestbench.datasets.remote.build_dataset`` (read + label split + checks) runs in a fresh subprocess ``--repeats``
-times; the script reports the median wall time and the peak resident memory of the subprocess (ru_maxrss).
+For each case a file of the published size and a plausible density is generated once (not timed), then the
+prepare step (``forestbench.datasets.remote.build_dataset``: read, label split, checks; then ``save_dataset``) runs
+in a fresh subprocess ``--repeats`` times; the script reports the median wall time and the peak resident memory of the subprocess (ru_maxrss).
 Baselines where one exists: ``scipy.io.arff.loadarff`` on the dense file (it cannot read sparse ARFF) and
 scikit-learn's C ``load_svmlight_file`` on an svmlight file of the same content.
 
@@ -84,6 +84,8 @@ if kind == "forestbench":
     entry = {"task": "multilabel", "source": {"kind": "download", "files": [{"name": Path(path).name}],
              "layout": {"type": "single", "data": [Path(path).name]}, "labels": {"from": "last", "d": d}}}
     ds = build_dataset("bench", entry, Path(path).parent)
+    from forestbench.datasets.store import save_dataset
+    save_dataset(ds, Path(path).with_suffix(".npz"))  # the whole prepare step: parse, build, write the .npz
     shape = [ds.n_samples, ds.n_features, ds.n_outputs]
     sparse = hasattr(ds.X, "tocsr")
 elif kind == "scipy_arff":
