@@ -46,6 +46,7 @@ def _copy_workflow(dest: Path) -> Path:
     """Snakefile, workflow/ and config/ of this checkout, with the tiny configuration as config/config.yaml."""
     shutil.copy(REPO / "Snakefile", dest / "Snakefile")
     shutil.copytree(REPO / "workflow", dest / "workflow")
+    shutil.copytree(REPO / "envs", dest / "envs")  # named by the rules' conda: directives
     shutil.copytree(REPO / "config", dest / "config")
     shutil.copy(HERE / "tiny.yaml", dest / "config" / "config.yaml")
     return dest
