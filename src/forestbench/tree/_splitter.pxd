@@ -31,6 +31,7 @@ cdef class Splitter:
     cdef intp_t min_samples_leaf
     cdef float64_t min_weight_leaf
     cdef bint random_split
+    cdef bint count_constant_features
     cdef uint64_t rng_state
     cdef intp_t start, end
 
