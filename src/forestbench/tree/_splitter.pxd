@@ -32,6 +32,7 @@ cdef class Splitter:
     cdef float64_t min_weight_leaf
     cdef bint random_split
     cdef bint count_constant_features
+    cdef bint scan_random             # dense X and dense Z: score random thresholds in one pass
     cdef uint64_t rng_state
     cdef intp_t start, end
 

@@ -33,6 +33,8 @@ from libc.math cimport INFINITY, fabs
 import numpy as np
 
 from forestbench.tree._utils cimport rand_int, rand_uniform, seed_state
+from forestbench.tree._criterion cimport DenseCriterion
+from forestbench.tree._partitioner cimport DensePartitioner
 
 cdef float32_t FEATURE_THRESHOLD = 1e-7
 # A candidate replaces the current best only if its proxy is larger by this
@@ -86,6 +88,8 @@ cdef class Splitter:
         self.min_weight_leaf = min_weight_leaf
         self.random_split = random_split
         self.count_constant_features = count_constant_features
+        self.scan_random = (isinstance(criterion, DenseCriterion) and
+                            isinstance(partitioner, DensePartitioner))
         self.rng_state = seed_state(seed)
         criterion.set_samples(self.samples, self.sample_weight, self.weighted_n_samples)
         partitioner.set_buffers(self.samples, self.Xf, self.n_samples)
@@ -192,11 +196,16 @@ cdef class Splitter:
                 threshold = rand_uniform(min_value, max_value, &self.rng_state)
                 if threshold == max_value:
                     threshold = min_value
-                pos = self.partitioner.partition_samples(threshold)
-                if pos - start < msl or end - pos < msl:
-                    continue
-                self.criterion.reset()
-                self.criterion.update(pos)
+                if self.scan_random:
+                    pos = start + (<DenseCriterion>self.criterion).set_left_by_threshold(Xf, threshold)
+                    if pos - start < msl or end - pos < msl:
+                        continue
+                else:
+                    pos = self.partitioner.partition_samples(threshold)
+                    if pos - start < msl or end - pos < msl:
+                        continue
+                    self.criterion.reset()
+                    self.criterion.update(pos)
                 if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
                     continue
                 proxy = self.criterion.proxy_impurity_improvement()
