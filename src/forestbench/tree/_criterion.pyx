@@ -213,17 +213,32 @@ cdef class DenseCriterion(Criterion):
                     n_left += <intp_t>m
             sum_left[0] = acc
         else:
-            memset(sum_left, 0, d * sizeof(float64_t))
+            # count first (cheap), then accumulate the smaller side only
             for p in range(self.start, self.end):
-                if Xf[p] <= threshold:
-                    i = samples[p]
-                    if sw != NULL:
-                        w = sw[i]
-                    row = Z + i * d
-                    for k in range(d):
-                        sum_left[k] += w * row[k]
-                    wl += w
-                    n_left += 1
+                n_left += Xf[p] <= threshold
+            if 2 * n_left <= self.end - self.start:
+                memset(sum_left, 0, d * sizeof(float64_t))
+                for p in range(self.start, self.end):
+                    if Xf[p] <= threshold:
+                        i = samples[p]
+                        if sw != NULL:
+                            w = sw[i]
+                        row = Z + i * d
+                        for k in range(d):
+                            sum_left[k] += w * row[k]
+                        wl += w
+            else:
+                memcpy(sum_left, self.sum_total, d * sizeof(float64_t))
+                wl = self.weighted_n_node_samples
+                for p in range(self.start, self.end):
+                    if not (Xf[p] <= threshold):
+                        i = samples[p]
+                        if sw != NULL:
+                            w = sw[i]
+                        row = Z + i * d
+                        for k in range(d):
+                            sum_left[k] -= w * row[k]
+                        wl -= w
         self.weighted_n_left = wl
         self.weighted_n_right = self.weighted_n_node_samples - wl
         for k in range(d):
