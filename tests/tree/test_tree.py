@@ -61,6 +61,7 @@ def test_same_tree_as_sklearn(d, params):
     np.testing.assert_allclose(ours.predict(X), ref.predict(X), rtol=0, atol=1e-10)
     np.testing.assert_array_equal(ours.apply(X), ref.apply(X))
     np.testing.assert_array_equal(ours.decision_path(X).toarray(), ref.decision_path(X).toarray())
+    np.testing.assert_allclose(ours.feature_importances_, ref.feature_importances_, atol=1e-10)
     assert ours.get_depth() == ref.get_depth()
     assert ours.get_n_leaves() == ref.get_n_leaves()
     assert ours.predict(X).shape == ref.predict(X).shape
@@ -81,6 +82,8 @@ def test_best_first_same_as_sklearn(max_leaf_nodes):
     ref = SkTree(max_leaf_nodes=max_leaf_nodes, min_samples_leaf=20, random_state=0).fit(X, y)
     assert ours.get_n_leaves() == max_leaf_nodes
     assert_same_tree(ours, ref)
+    np.testing.assert_array_equal(ours.decision_path(X).toarray(), ref.decision_path(X).toarray())
+    np.testing.assert_array_equal(ours.apply(X), ref.apply(X))
 
 
 @pytest.mark.parametrize("splitter", ["best", "random"])
@@ -134,6 +137,11 @@ def test_csc_binary_search_and_mapping_paths():
 def test_layout_is_kept():
     X, y = _data()
     Xf = np.asfortranarray(X)
+    est = DecisionTreeRegressor()
+    assert np.shares_memory(est._validate_X(Xf, reset=True, for_fit=True), Xf)
+    assert np.shares_memory(est._validate_X(X, reset=True, for_fit=True), X)
+    assert est._validate_X(np.asfortranarray(X, dtype=np.float64), reset=True,
+                           for_fit=True).flags.f_contiguous
     est = DecisionTreeRegressor(max_depth=2).fit(Xf, y)
     assert est.tree_.node_count == 7
     # float64 input is converted to float32; explicit zeros in CSC are ignored

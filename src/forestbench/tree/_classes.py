@@ -438,6 +438,24 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         return self.tree_.n_leaves
 
     @property
+    def feature_importances_(self):
+        """Normalised mean decrease of impurity (of the split targets) per feature."""
+        check_is_fitted(self, "tree_")
+        t = self.tree_
+        imp = np.zeros(t.n_features, dtype=np.float64)
+        internal = np.flatnonzero(t.children_left >= 0)
+        if internal.size:
+            w, i = t.weighted_n_node_samples, t.impurity
+            left, right = t.children_left[internal], t.children_right[internal]
+            decrease = w[internal] * i[internal] - w[left] * i[left] - w[right] * i[right]
+            np.add.at(imp, t.feature[internal], decrease)
+            imp /= w[0]
+            total = imp.sum()
+            if total > 0:
+                imp /= total
+        return imp
+
+    @property
     def model_bytes_(self):
         """Size of the fitted tree's arrays in bytes."""
         check_is_fitted(self, "tree_")
