@@ -43,6 +43,7 @@ cdef class TreeBuilder:
     cdef intp_t min_samples_split
     cdef intp_t min_samples_leaf
     cdef float64_t min_weight_leaf
+    cdef float64_t min_weight_split
     cdef float64_t min_impurity_decrease
     cdef intp_t max_leaf_nodes          # -1: unlimited, depth-first growth
     # node store

@@ -53,7 +53,7 @@ cdef class TreeBuilder:
     def __init__(self, Splitter splitter, intp_t n_outputs, bint sparse_leaves,
                  intp_t max_depth, intp_t min_samples_split, intp_t min_samples_leaf,
                  float64_t min_weight_leaf, float64_t min_impurity_decrease,
-                 intp_t max_leaf_nodes):
+                 intp_t max_leaf_nodes, float64_t min_weight_split=0.0):
         self.splitter = splitter
         self.n_samples = self.splitter.n_samples
         self.n_outputs = n_outputs
@@ -62,6 +62,7 @@ cdef class TreeBuilder:
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
         self.min_weight_leaf = min_weight_leaf
+        self.min_weight_split = min_weight_split
         self.min_impurity_decrease = min_impurity_decrease
         self.max_leaf_nodes = max_leaf_nodes
         self.node_count = 0
@@ -166,7 +167,8 @@ cdef class TreeBuilder:
                 is_leaf = (rec.depth >= self.max_depth or
                            n_node_samples < self.min_samples_split or
                            n_node_samples < 2 * self.min_samples_leaf or
-                           weighted_n_node_samples < 2 * self.min_weight_leaf)
+                           weighted_n_node_samples < 2 * self.min_weight_leaf or
+                           weighted_n_node_samples < self.min_weight_split)
                 impurity = rec.impurity
                 if first:
                     impurity = self.splitter.node_impurity()
@@ -222,6 +224,7 @@ cdef class TreeBuilder:
                    n_node_samples < self.min_samples_split or
                    n_node_samples < 2 * self.min_samples_leaf or
                    weighted_n_node_samples < 2 * self.min_weight_leaf or
+                   weighted_n_node_samples < self.min_weight_split or
                    impurity <= EPSILON)
         split.pos = end
         split.feature = TREE_UNDEFINED
@@ -390,13 +393,15 @@ cdef FrontierRecord _heap_pop(FrontierRecord* heap, intp_t* n) noexcept nogil:
 def build_tree(X, Y, Z, sample_weight, *, bint random_split, intp_t max_features,
                intp_t max_depth, intp_t min_samples_split, intp_t min_samples_leaf,
                float64_t min_weight_leaf, float64_t min_impurity_decrease,
-               intp_t max_leaf_nodes, unsigned long long seed):
+               intp_t max_leaf_nodes, unsigned long long seed, float64_t min_weight_split=0.0,
+               bint count_constant_features=False):
     """Grow one tree and return the dict of its arrays.
 
     X: 2-D float32 C- or Fortran-contiguous array, or scipy CSC (float32 data,
     int32 sorted indices, no stored zeros). Y (leaf targets) and Z (split
     targets): 2-D float64 C-contiguous arrays or scipy CSR with int32 indices.
     sample_weight: float64 array or None. max_leaf_nodes: -1 for depth-first.
+    min_weight_split: a node whose weighted sample count is below it is a leaf.
     """
     cdef intp_t n_rows = X.shape[0], n_features = X.shape[1]
     cdef Partitioner partitioner
@@ -420,10 +425,10 @@ def build_tree(X, Y, Z, sample_weight, *, bint random_split, intp_t max_features
         samples = np.flatnonzero(np.asarray(sample_weight) != 0).astype(np.intp)
     splitter = Splitter(criterion, partitioner, leaf_targets, samples, sample_weight,
                         n_features, max_features, min_samples_leaf, min_weight_leaf,
-                        random_split, seed)
+                        random_split, seed, count_constant_features)
     builder = TreeBuilder(splitter, Y.shape[1], sp.issparse(Y), max_depth, min_samples_split,
                           min_samples_leaf, min_weight_leaf, min_impurity_decrease,
-                          max_leaf_nodes)
+                          max_leaf_nodes, min_weight_split)
     return builder.build()
 
 

@@ -1,13 +1,23 @@
 """C helpers of the tree kernel: RNG seeding and an introspective sort.
 
 The sort orders ``values[0:n]`` ascending and applies the same permutation to
-``samples[0:n]``. It is a quicksort with a median-of-three pivot and a
+``samples[0:n]``. Ranges of n >= RADIX_MIN (64) use a stable LSD radix sort on
+the 32-bit keys of the floats (sign-flipped so that unsigned order equals
+float order; 8-bit digits, passes whose digit is the same for every key are
+skipped). Shorter ranges use a quicksort with a median-of-three pivot and a
 three-way (less / equal / greater) partition, so runs of equal feature values
 (common in sparse or discretised data) are settled in one pass; recursion
 deeper than 2*log2(n) falls back to heapsort and short ranges use insertion
 sort.
 """
 from libc.math cimport log2
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset, memcpy
+from libc.stdint cimport uint32_t
+
+cdef intp_t RADIX_MIN = 64
+cdef enum:
+    RADIX_STACK = 1024
 
 cdef uint64_t seed_state(uint64_t seed) noexcept nogil:
     # splitmix64 finaliser spreads small integer seeds over the 64-bit state
@@ -127,7 +137,100 @@ cdef void _introsort(float32_t* v, intp_t* s, intp_t n, int depth_budget) noexce
     _insertion_sort(v, s, n)
 
 
+cdef inline uint32_t _float_key(float32_t x) noexcept nogil:
+    cdef uint32_t u = (<uint32_t*> &x)[0]
+    if u >> 31:
+        return ~u
+    return u | 0x80000000u
+
+
+cdef inline float32_t _key_float(uint32_t k) noexcept nogil:
+    cdef uint32_t u
+    if k >> 31:
+        u = k ^ 0x80000000u
+    else:
+        u = ~k
+    return (<float32_t*> &u)[0]
+
+
+cdef int _radix_sort(float32_t* v, intp_t* s, intp_t n) noexcept nogil:
+    # short ranges use stack scratch space, long ones the heap
+    cdef uint32_t stack_keys[2 * RADIX_STACK]
+    cdef intp_t stack_s2[RADIX_STACK]
+    if n <= RADIX_STACK:
+        _radix_pass(v, s, n, stack_keys, stack_keys + RADIX_STACK, stack_s2)
+        return 0
+    cdef uint32_t* keys = <uint32_t*> malloc(n * sizeof(uint32_t))
+    cdef uint32_t* keys2 = <uint32_t*> malloc(n * sizeof(uint32_t))
+    cdef intp_t* s2 = <intp_t*> malloc(n * sizeof(intp_t))
+    if keys == NULL or keys2 == NULL or s2 == NULL:
+        free(keys)
+        free(keys2)
+        free(s2)
+        return -1
+    _radix_pass(v, s, n, keys, keys2, s2)
+    free(keys)
+    free(keys2)
+    free(s2)
+    return 0
+
+
+cdef void _radix_pass(float32_t* v, intp_t* s, intp_t n, uint32_t* keys, uint32_t* keys2,
+                      intp_t* s2) noexcept nogil:
+    cdef intp_t hist[4][256]
+    cdef intp_t i, b, total, c, shift, pos
+    cdef int d
+    cdef uint32_t u, first
+    cdef uint32_t* src
+    cdef uint32_t* dst
+    cdef uint32_t* tk
+    cdef intp_t* ssrc
+    cdef intp_t* sdst
+    cdef intp_t* ts
+    memset(&hist[0][0], 0, sizeof(hist))
+    for i in range(n):
+        u = _float_key(v[i])
+        keys[i] = u
+        hist[0][u & 0xFF] += 1
+        hist[1][(u >> 8) & 0xFF] += 1
+        hist[2][(u >> 16) & 0xFF] += 1
+        hist[3][u >> 24] += 1
+    src = keys
+    dst = keys2
+    ssrc = s
+    sdst = s2
+    first = keys[0]
+    for d in range(4):
+        shift = 8 * d
+        if hist[d][(first >> shift) & 0xFF] == n:
+            continue            # every key has the same digit: nothing to do
+        total = 0
+        for b in range(256):
+            c = hist[d][b]
+            hist[d][b] = total
+            total += c
+        for i in range(n):
+            u = src[i]
+            b = (u >> shift) & 0xFF
+            pos = hist[d][b]
+            hist[d][b] = pos + 1
+            dst[pos] = u
+            sdst[pos] = ssrc[i]
+        tk = src
+        src = dst
+        dst = tk
+        ts = ssrc
+        ssrc = sdst
+        sdst = ts
+    if ssrc != s:
+        memcpy(s, ssrc, n * sizeof(intp_t))
+    for i in range(n):
+        v[i] = _key_float(src[i])
+
+
 cdef void sort_values(float32_t* values, intp_t* samples, intp_t n) noexcept nogil:
     if n <= 1:
+        return
+    if n >= RADIX_MIN and _radix_sort(values, samples, n) == 0:
         return
     _introsort(values, samples, n, 2 * <int>log2(<double>n))
