@@ -211,5 +211,7 @@ def test_bad_shapes(tree_class, multilabel):
     with pytest.raises(ParameterError, match="rows"):
         RandomForestRegressor(n_estimators=2).fit(X, Y[:-1])
     f = RandomForestRegressor(n_estimators=2, random_state=0).fit(X, Y)
-    with pytest.raises(ParameterError, match="expected"):
+    with pytest.raises(ValueError, match="features"):
         f.predict(Xt[:, :-1])
+    with pytest.raises(ValueError, match="y to be passed"):
+        RandomForestRegressor(n_estimators=2).fit(X, None)
