@@ -111,24 +111,28 @@ def test_merge_config_is_recursive_like_snakemake(tmp_path):
     base.write_text("seed: 1\nexperiments:\n  one: {x: 1}\n")
     more = tmp_path / "more.yaml"
     more.write_text("seed: 2\nexperiments:\n  two: {x: 2}\n")
+    # as the Snakefile: --configfile replaces the default configuration, several of them merge
     config, source = load_config([more], base)
+    assert config == {"seed": 2, "experiments": {"two": {"x": 2}}} and source == str(more)
+    config, source = load_config([base, more], "unused.yaml")
     assert config == {"seed": 2, "experiments": {"one": {"x": 1}, "two": {"x": 2}}}
-    assert str(base) in source and str(more) in source
+    config, source = load_config([], base)
+    assert config == {"seed": 1, "experiments": {"one": {"x": 1}}} and source == str(base)
 
 
 def test_cli_prints_table_and_json(tmp_path, capsys):
     cfg = tmp_path / "c.yaml"
     import yaml
     cfg.write_text(yaml.safe_dump(_config()))
-    assert main(["plan", "--no-base", "--configfile", str(cfg), "--results", str(tmp_path), "--chunk", "4"]) == 0
+    assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--chunk", "4"]) == 0
     out = capsys.readouterr().out
     assert "fit" in out and "21  (6 SLURM job(s))" in out and "Core-hours" in out and "model" in out
-    assert main(["plan", "--no-base", "--configfile", str(cfg), "--results", str(tmp_path), "--json"]) == 0
+    assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["jobs"]["fit"] == 21 and data["core_hours"] > 0
     assert len(data["variants"]) == 5
 
 
 def test_cli_reports_a_missing_configfile(tmp_path, capsys):
-    assert main(["plan", "--no-base", "--configfile", str(tmp_path / "nope.yaml")]) == 2
+    assert main(["plan", "--configfile", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml" in capsys.readouterr().err

@@ -16,8 +16,9 @@ Core-hours of a fit are ``threads x wall``; the wall time of a (experiment, data
 Each data, collect and summary job is charged one start-up of one core. The requested SLURM resources (memory and
 time limit of attempt 1, from ``forestbench.resources``) are listed too, so that an allocation can be sized.
 
-Configuration files merge the way Snakemake merges them: the Snakefile's ``config/config.yaml`` first (``--base``),
-then every ``--configfile`` in order, nested mappings key by key.
+Configuration files are read as the Snakefile reads them: ``--configfile`` files replace the default
+``config/config.yaml`` (``--base``), and several ``--configfile`` merge in order, nested mappings key by key (as
+Snakemake merges them); without ``--configfile`` the default is planned.
 """
 from __future__ import annotations
 
@@ -47,9 +48,10 @@ def merge_config(base: dict, update: dict) -> dict:
 
 
 def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE) -> tuple[dict, str]:
+    """The configuration Snakemake would run with: the ``configfiles`` merged in order, else ``base`` alone."""
     from forestbench.validation import load_yaml
 
-    files = ([Path(base)] if base else []) + [Path(f) for f in configfiles]
+    files = [Path(f) for f in configfiles] or ([Path(base)] if base else [])
     config: dict = {}
     for path in files:
         config = merge_config(config, load_yaml(path) or {})
@@ -228,7 +230,8 @@ def _duration(seconds: float) -> str:
 def _run(args) -> int:
     from forestbench.experiments import Plan
 
-    config, source = load_config(args.configfile, None if args.no_base else args.base)
+    configfiles = [f for group in args.configfile for f in group]
+    config, source = load_config(configfiles, args.base)
     plan = Plan(config, source=source)
     report = make_plan(plan, results=args.results, chunk=args.chunk)
     if args.json:
@@ -242,10 +245,10 @@ def _run(args) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "plan", help="count jobs per rule and estimate core-hours for a configuration (size a cluster allocation)")
-    p.add_argument("--configfile", action="append", default=[], metavar="FILE",
-                   help="configuration file(s) merged over --base, as `snakemake --configfile` does")
-    p.add_argument("--base", default=DEFAULT_BASE, help=f"the Snakefile's own configuration (default {DEFAULT_BASE})")
-    p.add_argument("--no-base", action="store_true", help="do not start from --base")
+    p.add_argument("--configfile", action="append", nargs="+", default=[], metavar="FILE",
+                   help="configuration file(s), as given to `snakemake --configfile` (they replace --base)")
+    p.add_argument("--base", default=DEFAULT_BASE,
+                   help=f"the Snakefile's default configuration, planned without --configfile (default {DEFAULT_BASE})")
     p.add_argument("--results", default="results", help="where earlier run records are (results/runs/...)")
     p.add_argument("--chunk", type=int, default=1, help="fits per SLURM job (the profile's group-components fit=N)")
     p.add_argument("--target-minutes", type=float, default=30.0, help="SLURM job length the chunk suggestion aims at")
