@@ -12,7 +12,9 @@ from forestbench.errors import ForestbenchError
 
 # command modules, in the order of the data flow
 COMMAND_MODULES: list[str] = [
+    "forestbench.datasets.cli",
     "forestbench.pipeline",
+    "forestbench.report.cli",
     "forestbench.plan",
 ]
 

@@ -77,28 +77,3 @@ def write_scores(frame: pd.DataFrame, out: str | Path) -> Path:
         frame.to_csv(tmp, index=False)
     return Path(out)
 
-
-def summary_markdown(frame: pd.DataFrame, title: str = "") -> str:
-    """Mean ± standard deviation over repeats of every metric, one table per metric (datasets x variants)."""
-    lines = [f"# {title}" if title else "# Scores", ""]
-    if frame.empty:
-        return "\n".join(lines + ["No run record yet.", ""])
-    final = frame[frame["step"].isna()]
-    for metric, part in final.groupby("metric", sort=True):
-        direction = "higher is better" if bool(part["higher_is_better"].iloc[0]) else "lower is better"
-        stats = part.groupby(["dataset", "variant"])["value"].agg(["mean", "std", "count"])
-        variants = sorted(part["variant"].unique())
-        lines += [f"## {metric} ({direction})", "", "| dataset | " + " | ".join(variants) + " |",
-                  "|---" * (len(variants) + 1) + "|"]
-        for dataset in sorted(part["dataset"].unique()):
-            cells = []
-            for v in variants:
-                if (dataset, v) in stats.index:
-                    row = stats.loc[(dataset, v)]
-                    std = 0.0 if pd.isna(row["std"]) else row["std"]
-                    cells.append(f"{row['mean']:.4f} ± {std:.4f} (n={int(row['count'])})")
-                else:
-                    cells.append("not run")
-            lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
-        lines.append("")
-    return "\n".join(lines)

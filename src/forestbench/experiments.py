@@ -16,7 +16,7 @@ import numpy as np
 from forestbench.datasets.registry import get_entry, is_available, load_registry, protocol_of
 from forestbench.datasets.splits import n_splits_of
 from forestbench.errors import ConfigError
-from forestbench.methods import get_method
+from forestbench.methods import PLANNED, get_method, is_planned
 from forestbench.metrics import get_metric
 from forestbench.validation import load_yaml, validate
 
@@ -48,7 +48,8 @@ def _format_value(value) -> str:
 def expand_variants(experiment: str, methods: list[dict]) -> list[Variant]:
     variants: list[Variant] = []
     for entry in methods:
-        get_method(entry["method"])  # fail early on an unknown method
+        if not is_planned(entry["method"]):
+            get_method(entry["method"])  # fail early on an unknown method
         grid = entry.get("grid") or {}
         keys = list(grid)
         for values in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
@@ -87,8 +88,18 @@ class ExperimentPlan:
     seed: int
     threads: int
 
+    @property
+    def runnable_variants(self) -> list[Variant]:
+        return [v for v in self.variants if not is_planned(v.method)]
+
+    @property
+    def pending(self) -> dict[str, str]:
+        """Variants whose method is not implemented yet -> why."""
+        return {v.name: f"method {v.method!r} is not implemented yet ({PLANNED[v.method]})"
+                for v in self.variants if is_planned(v.method)}
+
     def jobs(self) -> list[Job]:
-        return [Job(self.name, d, v.name, r) for d in self.datasets for v in self.variants
+        return [Job(self.name, d, v.name, r) for d in self.datasets for v in self.runnable_variants
                 for r in range(self.repeats[d])]
 
     def variant(self, name: str) -> Variant:
@@ -135,6 +146,9 @@ class Plan:
             if not is_available(entry):
                 unavailable[dataset] = entry.get("unavailable_reason", "no public source is known")
                 continue
+            if not any(get_metric(m).applies_to(entry["task"]) for m in cfg["metrics"]):
+                raise ConfigError(f"experiment {name}: none of the metrics {cfg['metrics']} applies to dataset "
+                                  f"{dataset} (task {entry['task']})")
             protocol = protocol_of(self.registry, dataset, cfg["protocol"], self.protocols)
             n = n_splits_of(protocol)
             repeats[dataset] = min(n, max_repeats) if max_repeats else n
@@ -165,6 +179,20 @@ class Plan:
 
     def unavailable(self) -> dict[str, dict[str, str]]:
         return {name: exp.unavailable for name, exp in self.experiments.items() if exp.unavailable}
+
+    def describe(self) -> list[str]:
+        """One line per experiment (datasets, variants, jobs), then what is left out and why."""
+        lines = []
+        for name, exp in self.experiments.items():
+            source = f" [{exp.config['source']}]" if exp.config.get("source") else ""
+            lines.append(f"experiment {name}{source}: {len(exp.datasets)} dataset(s), "
+                         f"{len(exp.runnable_variants)} variant(s), {len(exp.jobs())} fit job(s)")
+            for dataset, why in exp.unavailable.items():
+                lines.append(f"  dataset {dataset} is unavailable and skipped ({why}); "
+                             "supply it with 'local_path' in the dataset registry")
+            for variant, why in exp.pending.items():
+                lines.append(f"  variant {variant} is skipped: {why}")
+        return lines
 
     # ------------------------------------------------------------------ what a job needs
     def protocol_spec(self, dataset: str, protocol: str) -> dict:

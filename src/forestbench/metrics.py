@@ -3,10 +3,12 @@
 Conventions (see config/README.md):
 - ``lrap`` drops test samples without any positive label before averaging, as the papers do (scikit-learn would
   score such a row 1.0).
-- ``coverage_error`` and ``label_ranking_loss`` follow scikit-learn's definitions over all test rows.
+- ``coverage_error`` and ``ranking_loss`` (label ranking loss) follow scikit-learn's definitions over all test rows.
 - ``macro_r2`` averages the per-output r^2 with the test-set mean as reference (gradient-boosting paper eq. 26).
 - ``arrmse`` uses the training-set mean as the default model (deep tree-ensembles paper eq. 2), computed per split.
 - Classification scores from a regression forest are thresholded at 0.5 (binary) or arg-maxed (multi-class).
+- A metric applies to the tasks it is defined for; an experiment mixing tasks scores each dataset with the metrics
+  of its task.
 """
 from __future__ import annotations
 
@@ -66,6 +68,35 @@ def arrmse(Y_true, Y_pred, Y_train) -> float:
         return float(np.mean(np.sqrt(num / den)))
 
 
+def half_macro_r2(Y_true, Y_pred) -> float:
+    """macro-r² over the first half of the outputs: the original outputs of the noisy-output study, whose second
+    half are permuted copies (gradient-boosting paper, Table 7)."""
+    Y_true, Y_pred = _2d(Y_true), _2d(Y_pred)
+    half = Y_true.shape[1] // 2
+    return macro_r2(Y_true[:, :half], Y_pred[:, :half])
+
+
+def one_error(Y_true, Y_score) -> float:
+    """Fraction of samples whose top-scored label is not relevant (ties broken by the lowest label index)."""
+    Y_true, Y_score = _2d(Y_true), _2d(Y_score)
+    top = Y_score.argmax(axis=1)
+    return float(np.mean(Y_true[np.arange(len(top)), top] == 0))
+
+
+def micro_auc(Y_true, Y_score) -> float:
+    return float(skm.roc_auc_score(_2d(Y_true), _2d(Y_score), average="micro"))
+
+
+def micro_average_precision(Y_true, Y_score) -> float:
+    return float(skm.average_precision_score(_2d(Y_true), _2d(Y_score), average="micro"))
+
+
+def normalized_mse(Y_true, Y_pred) -> float:
+    """Mean squared error divided by the variance of the test outputs (the error on whitened outputs)."""
+    Y_true, Y_pred = _2d(Y_true), _2d(Y_pred)
+    return float(np.mean(((Y_true - Y_pred) ** 2).mean(axis=0) / Y_true.var(axis=0)))
+
+
 def mse(Y_true, Y_pred) -> float:
     return float(np.mean((_2d(Y_true) - _2d(Y_pred)) ** 2))
 
@@ -88,12 +119,21 @@ def error_rate(Y_true, Y_score) -> float:
     return 1.0 - accuracy(Y_true, Y_score)
 
 
+MULTILABEL = ("multilabel",)
+REGRESSION = ("regression", "multioutput_regression")
+CLASSIFICATION = ("binary", "multiclass")
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str
     func: Callable
     higher_is_better: bool
+    tasks: tuple[str, ...]
     needs_train: bool = False
+
+    def applies_to(self, task: str) -> bool:
+        return task in self.tasks
 
     def __call__(self, Y_true, Y_pred, Y_train=None) -> float:
         if self.needs_train:
@@ -102,15 +142,20 @@ class Metric:
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in [
-    Metric("lrap", lrap, True),
-    Metric("coverage_error", coverage_error, False),
-    Metric("label_ranking_loss", label_ranking_loss, False),
-    Metric("hamming_loss", hamming_loss, False),
-    Metric("macro_r2", macro_r2, True),
-    Metric("arrmse", arrmse, False, needs_train=True),
-    Metric("mse", mse, False),
-    Metric("accuracy", accuracy, True),
-    Metric("error_rate", error_rate, False),
+    Metric("lrap", lrap, True, MULTILABEL),
+    Metric("coverage_error", coverage_error, False, MULTILABEL),
+    Metric("ranking_loss", label_ranking_loss, False, MULTILABEL),
+    Metric("hamming_loss", hamming_loss, False, MULTILABEL),
+    Metric("one_error", one_error, False, MULTILABEL),
+    Metric("micro_auc", micro_auc, True, MULTILABEL),
+    Metric("micro_average_precision", micro_average_precision, True, MULTILABEL),
+    Metric("macro_r2", macro_r2, True, REGRESSION),
+    Metric("half_macro_r2", half_macro_r2, True, REGRESSION),
+    Metric("arrmse", arrmse, False, REGRESSION, needs_train=True),
+    Metric("mse", mse, False, REGRESSION),
+    Metric("normalized_mse", normalized_mse, False, REGRESSION),
+    Metric("accuracy", accuracy, True, CLASSIFICATION),
+    Metric("error_rate", error_rate, False, CLASSIFICATION),
 ]}
 
 

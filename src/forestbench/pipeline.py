@@ -1,4 +1,4 @@
-"""The workflow's step commands: ``prepare``, ``split``, ``fit``, ``collect`` and ``summary``.
+"""The workflow's step commands: ``prepare``, ``split``, ``fit`` and ``collect``.
 
 Each Snakemake rule calls one of them with explicit paths; run specifications arrive as JSON so that a step does
 not need to re-read the configuration.
@@ -60,21 +60,14 @@ def _collect(args) -> None:
     from forestbench.collect import collect, find_records, write_scores
 
     paths = args.records or find_records(args.results, args.experiment)
+    if args.existing_only:
+        missing = [p for p in paths if not os.path.exists(p)]
+        paths = [p for p in paths if os.path.exists(p)]
+        if missing:
+            print(f"{len(missing)} record(s) of {args.experiment} not run yet, e.g. {missing[0]}")
     frame = collect(paths, experiment=args.experiment)
     write_scores(frame, args.out)
     print(f"{len(paths)} record(s) of {args.experiment} -> {args.out}")
-
-
-def _summary(args) -> None:
-    import pandas as pd
-
-    from forestbench._io import write_text
-    from forestbench.collect import summary_markdown
-
-    frame = pd.read_csv(args.scores)
-    title = str(frame["experiment"].iloc[0]) if not frame.empty else ""
-    write_text(args.out, summary_markdown(frame, title))
-    print(f"summary of {args.scores} -> {args.out}")
 
 
 def register(subparsers) -> None:
@@ -105,10 +98,7 @@ def register(subparsers) -> None:
     p.add_argument("experiment")
     p.add_argument("--records", nargs="*", help="record files (default: all under --results)")
     p.add_argument("--results", default="results")
+    p.add_argument("--existing-only", action="store_true", help="skip listed records that do not exist (yet)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_collect)
 
-    p = subparsers.add_parser("summary", help="mean ± std of every metric per dataset and variant (Markdown)")
-    p.add_argument("scores")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=_summary)

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from forestbench.datasets.splits import load_split
 from forestbench.datasets.store import load_dataset, read_header
+from forestbench.errors import ConfigError
 from forestbench.methods import build_estimator, get_method
 from forestbench.metrics import get_metric
 from forestbench.records import write_record
@@ -23,6 +24,23 @@ from forestbench.records import write_record
 
 def _rows(M, idx):
     return M[idx] if not sp.issparse(M) else M.tocsr()[idx] if M.format != "csr" else M[idx]
+
+
+# parameters of a run that are not estimator parameters
+RUN_PARAMETERS = ("input_layout",)
+
+
+def with_layout(X, layout: str | None):
+    """X in the memory layout a timing experiment asks for: dense ``c`` / ``fortran`` (float32), ``csc`` or ``csr``."""
+    if layout is None:
+        return X
+    if layout in ("c", "fortran"):
+        dense = X.toarray() if sp.issparse(X) else X
+        order = "C" if layout == "c" else "F"
+        return np.asarray(dense, dtype=np.float32, order=order)
+    if layout in ("csc", "csr"):
+        return sp.csc_matrix(X) if layout == "csc" else sp.csr_matrix(X)
+    raise ConfigError(f"input_layout must be one of c, fortran, csc, csr; not {layout!r}")
 
 
 def _timed(func, *args):
@@ -52,9 +70,11 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
     ds = load_dataset(prepared, expected_shape=spec.get("expected_shape"))
     train, test, split_info = load_split(split_file, int(spec["repeat"]))
     method = get_method(spec["method"])
-    metrics = [get_metric(m) for m in spec["metrics"]]
+    metrics = [m for m in map(get_metric, spec["metrics"]) if m.applies_to(ds.task)]
 
-    X_train, X_test = _rows(ds.X, train), _rows(ds.X, test)
+    params = dict(spec.get("params", {}))
+    layout = params.pop("input_layout", None)
+    X_train, X_test = with_layout(_rows(ds.X, train), layout), with_layout(_rows(ds.X, test), layout)
     Y_train, Y_test = _rows(ds.Y, train), _rows(ds.Y, test)
     Y_fit = Y_train
     if sp.issparse(Y_fit) and not method.sparse_y:
@@ -62,7 +82,7 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
     if not sp.issparse(Y_fit) and Y_fit.ndim == 2 and Y_fit.shape[1] == 1:
         Y_fit = Y_fit.ravel()
 
-    estimator = build_estimator(spec["method"], spec.get("params", {}), spec.get("seed"))
+    estimator = build_estimator(spec["method"], params, spec.get("seed"))
     with threadpool_limits(limits=int(spec.get("threads", 1))):
         _, fit_wall, fit_cpu = _timed(estimator.fit, X_train, Y_fit)
         Y_pred, pred_wall, pred_cpu = _timed(estimator.predict, X_test)

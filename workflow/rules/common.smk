@@ -2,18 +2,19 @@
 import json
 import sys
 
+from forestbench.datasets.download import remote_files, unavailable_reason
 from forestbench.experiments import NAME_PATTERN, Job, Plan
 
 PLAN = Plan(config, source=", ".join(map(str, workflow.configfiles)) or "config")
-PYTHON = sys.executable
+# the plan without `select`: a partial rerun still collects every finished record of an experiment
+FULL_PLAN = (
+    Plan({k: v for k, v in config.items() if k != "select"}, registry=PLAN.registry)
+    if config.get("select")
+    else PLAN
+)
 
-for _experiment, _missing in PLAN.unavailable().items():
-    for _dataset, _reason in _missing.items():
-        print(
-            f"forestbench: experiment {_experiment}: dataset {_dataset} is unavailable and skipped "
-            f"({_reason}); supply it with 'local_path' in config/datasets.yaml",
-            file=sys.stderr,
-        )
+for _line in PLAN.describe():
+    print(f"forestbench: {_line}", file=sys.stderr)
 
 
 wildcard_constraints:
@@ -45,8 +46,45 @@ def records_of(wildcards):
     return [PLAN.record_path(job) for job in exp.jobs()]
 
 
+def all_records_of(wildcards):
+    exp = FULL_PLAN.experiments[wildcards.experiment]
+    return " ".join(FULL_PLAN.record_path(job) for job in exp.jobs())
+
+
+def experiments_json(wildcards, all_experiments=False):
+    experiments = FULL_PLAN.config["experiments"]
+    if not all_experiments:
+        experiments = {wildcards.experiment: experiments[wildcards.experiment]}
+    return json.dumps(experiments, sort_keys=True)
+
+
+def report_manifests(wildcards):
+    return [f"results/{name}/report/manifest.json" for name, exp in PLAN.experiments.items() if exp.jobs()]
+
+
 def all_targets():
-    targets = []
-    for name in PLAN.experiments:
-        targets += [PLAN.scores_path(name), f"results/{name}/summary.md"]
-    return targets
+    # run records are targets too: a deleted record is recomputed (only its job), then collected again
+    targets = [PLAN.record_path(job) for job in PLAN.jobs()]
+    for name, exp in PLAN.experiments.items():
+        if exp.jobs():
+            targets.append(PLAN.scores_path(name))
+    return targets + report_manifests(None) + ["results/report/index.html"]
+
+
+# ---------------------------------------------------------------- raw files of downloaded datasets
+
+
+def raw_files(dataset):
+    """The raw files the prepare step of ``dataset`` reads (empty for embedded sources)."""
+    entry = PLAN.registry.get(dataset)
+    if entry is None or entry["source"]["kind"] != "download" or unavailable_reason(dataset, entry):
+        return []
+    return [f"data/raw/{dataset}/{rf.name}" for rf in remote_files(entry)]
+
+
+def raw_inputs(wildcards):
+    return raw_files(wildcards.dataset)
+
+
+def all_raw_files():
+    return [path for name in sorted(PLAN.registry) for path in raw_files(name)]

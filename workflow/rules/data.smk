@@ -2,8 +2,12 @@
 
 
 rule prepare:
+    input:
+        raw_inputs,  # download.smk: the verified raw files of a downloaded dataset (none for embedded ones)
     output:
         "data/prepared/{dataset}.npz",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/prepare/{dataset}.log",
     resources:
@@ -12,7 +16,7 @@ rule prepare:
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
     shell:
-        "{PYTHON} -m forestbench prepare {wildcards.dataset} --registry {params.registry} "
+        "python -m forestbench prepare {wildcards.dataset} --registry {params.registry} "
         "--out {output} > {log} 2>&1"
 
 
@@ -22,6 +26,8 @@ rule split:
     output:
         npz="data/splits/{dataset}/{protocol}.npz",
         manifest="data/splits/{dataset}/{protocol}.json",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/split/{dataset}/{protocol}.log",
     resources:
@@ -30,5 +36,5 @@ rule split:
     params:
         protocol=protocol_json,
     shell:
-        "{PYTHON} -m forestbench split {wildcards.dataset} --prepared {input} "
+        "python -m forestbench split {wildcards.dataset} --prepared {input} "
         "--protocol {params.protocol:q} --out {output.npz} > {log} 2>&1"

@@ -9,6 +9,8 @@ rule fit:
         split=split_of_job,
     output:
         "results/runs/{experiment}/{dataset}/{variant}/repeat-{repeat}.json",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/fit/{experiment}/{dataset}/{variant}/repeat-{repeat}.log",
     params:
@@ -22,5 +24,5 @@ rule fit:
         slurm_extra=fit_slurm_extra,
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-        "{PYTHON} -m forestbench fit --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
+        "python -m forestbench fit --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
         "--attempt {resources.attempt} --mem-mb {resources.mem_mb} --out {output} > {log} 2>&1"

@@ -1,4 +1,5 @@
-# Collect the run records of an experiment into its tidy scores table, then summarise it.
+# Collect the run records of an experiment into its tidy scores table, build its report (tables, figures,
+# comparison with the published numbers), then the front page linking every experiment.
 
 
 rule collect:
@@ -6,24 +7,57 @@ rule collect:
         records_of,
     output:
         "results/{experiment}/scores.csv",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
         "results/logs/collect/{experiment}.log",
     resources:
         mem_mb=light_mem_mb,
         runtime=light_runtime,
+    params:
+        # every record of the experiment's full plan that exists (inputs are only those selected to run)
+        records=all_records_of,
     shell:
-        "{PYTHON} -m forestbench collect {wildcards.experiment} --records {input} --out {output} > {log} 2>&1"
+        "python -m forestbench collect {wildcards.experiment} --records {params.records} --existing-only "
+        "--out {output} > {log} 2>&1"
 
 
-rule summary:
+rule report_experiment:
     input:
         "results/{experiment}/scores.csv",
     output:
-        "results/{experiment}/summary.md",
+        "results/{experiment}/report/manifest.json",
+    conda:
+        "../../envs/forestbench.yaml"
     log:
-        "results/logs/summary/{experiment}.log",
+        "results/logs/report/{experiment}.log",
+    params:
+        experiments=experiments_json,
+        outdir=subpath(output[0], parent=True),
     resources:
         mem_mb=light_mem_mb,
         runtime=light_runtime,
     shell:
-        "{PYTHON} -m forestbench summary {input} --out {output} > {log} 2>&1"
+        "python -m forestbench report experiment --scores {input} --experiment {wildcards.experiment} "
+        "--experiments-json {params.experiments:q} --reference-dir config/reference --out {params.outdir} "
+        "> {log} 2>&1"
+
+
+rule report_index:
+    input:
+        report_manifests,
+    output:
+        html="results/report/index.html",
+        md="results/report/index.md",
+    conda:
+        "../../envs/forestbench.yaml"
+    log:
+        "results/logs/report/index.log",
+    resources:
+        mem_mb=light_mem_mb,
+        runtime=light_runtime,
+    params:
+        experiments=lambda wildcards: experiments_json(wildcards, all_experiments=True),
+    shell:
+        "python -m forestbench report index --experiments-json {params.experiments:q} --results results "
+        "--out results/report > {log} 2>&1"

@@ -229,3 +229,16 @@ def sparse_inputs(n_samples: int = 2000, n_features: int = 1000, density: float 
     y = (margin > np.median(margin)).astype(np.float64)
     meta = {"generator": "sparse_inputs", "seed": seed, "density": density}
     return Dataset("sparse_inputs", X, y[:, None], "binary", meta)
+
+
+@loader("noisy_1d_regression")
+def noisy_1d_regression(n_samples: int = 10300, noise_variance: float = 0.7, seed: int = 0) -> Dataset:
+    """A one-dimensional regression problem for the lecture slides' bagging / random-forest curves.
+
+    The slides do not state their function; ours is y = x sin(x) + N(0, noise_variance) with x ~ U(-5, 5), so that
+    the Bayes risk (the noise variance) equals the 0.7 printed on every slide."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-5.0, 5.0, size=n_samples)
+    y = x * np.sin(x) + np.sqrt(noise_variance) * rng.standard_normal(n_samples)
+    return Dataset("noisy_1d_regression", x[:, None].astype(np.float32), y[:, None], "regression",
+                   {"generator": "noisy_1d_regression", "seed": seed, "bayes_risk": noise_variance})

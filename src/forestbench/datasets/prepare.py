@@ -1,6 +1,8 @@
 """Turn a registry entry into the canonical prepared file ``data/prepared/<dataset>.npz``.
 
-The entry's ``source.kind`` selects how: ``embedded`` (a wheel's data files or a generator, no network).
+The entry's ``source.kind`` selects how: ``embedded`` (a wheel's data files or a generator, no network) or
+``download`` (raw files fetched into ``data/raw/<dataset>/`` by ``forestbench datasets fetch``, see
+:mod:`forestbench.datasets.remote`).
 """
 from __future__ import annotations
 
@@ -17,7 +19,13 @@ def _embedded(name: str, entry: dict, raw_dir: Path) -> Dataset:
     return load_embedded(name, source["loader"], source.get("params"))
 
 
-SOURCE_KINDS: dict[str, Callable[[str, dict, Path], Dataset]] = {"embedded": _embedded}
+def _download(name: str, entry: dict, raw_dir: Path) -> Dataset:
+    from forestbench.datasets.remote import build_dataset
+
+    return build_dataset(name, entry, raw_dir)
+
+
+SOURCE_KINDS: dict[str, Callable[[str, dict, Path], Dataset]] = {"embedded": _embedded, "download": _download}
 
 
 def prepare(name: str, entry: dict, out: str | Path, raw_dir: str | Path = "data/raw") -> Dataset:

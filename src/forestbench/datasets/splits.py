@@ -1,9 +1,11 @@
 """Reproducible train/test splits, stored as explicit indices with a manifest of their checksums.
 
 A protocol is a mapping with a ``type``:
-- ``given``: the splits that come with the data (train/test files, published folds), in their order;
+- ``given``: the splits that come with the data (train/test files, published folds), in their order, the whole
+  list ``repeats`` times (default once) when a randomised algorithm is rerun on the same split;
 - ``random``: ``repeats`` random learning/test sets of ``n_train`` (or ``train_fraction``) and ``n_test`` samples
   (default: all the others), repeat r drawn from the seed sequence (seed, r), as "10 random LS/TS" in the papers;
+  with ``vary_split: false`` every repeat uses the first split (one fixed LS/TS, the algorithm's seed varies);
 - ``kfold``: ``repeats`` shuffled ``n_splits``-fold partitions, fold i of repetition r being split r*n_splits + i.
 
 The file ``<protocol>.npz`` holds ``train_<i>`` / ``test_<i>``; the manifest ``<protocol>.json`` the protocol, the
@@ -29,7 +31,8 @@ def make_splits(protocol: dict, n_samples: int, given=None, dataset: str = "?") 
     if kind == "given":
         if not given:
             raise ConfigError(f"dataset {dataset}: protocol 'given' but the dataset comes with no train/test split")
-        return [(np.asarray(tr, dtype=np.int64), np.asarray(te, dtype=np.int64)) for tr, te in given]
+        once = [(np.asarray(tr, dtype=np.int64), np.asarray(te, dtype=np.int64)) for tr, te in given]
+        return once * int(protocol.get("repeats", 1))
     if kind == "random":
         repeats = int(protocol.get("repeats", 1))
         if "n_train" in protocol:
@@ -43,8 +46,9 @@ def make_splits(protocol: dict, n_samples: int, given=None, dataset: str = "?") 
             raise DataError(f"dataset {dataset}: cannot draw {n_train} training + {n_test} test samples "
                             f"from {n_samples} samples")
         splits = []
+        vary = bool(protocol.get("vary_split", True))
         for r in range(repeats):
-            perm = np.random.default_rng([seed, r]).permutation(n_samples)
+            perm = np.random.default_rng([seed, r if vary else 0]).permutation(n_samples)
             splits.append((np.sort(perm[:n_train]), np.sort(perm[n_train:n_train + n_test])))
         return splits
     if kind == "kfold":
@@ -67,7 +71,7 @@ def n_splits_of(protocol: dict, n_given: int | None = None) -> int:
     """How many splits a protocol yields, without the data (``given`` needs ``n_given``, default 1)."""
     kind = protocol.get("type")
     if kind == "given":
-        return int(protocol.get("n_given", n_given or 1))
+        return int(protocol.get("n_given", n_given or 1)) * int(protocol.get("repeats", 1))
     if kind == "random":
         return int(protocol.get("repeats", 1))
     if kind == "kfold":

@@ -1,0 +1,434 @@
+"""Random forests and extremely randomized trees grown on random projections of the output space.
+
+Joly, Geurts & Wehenkel (ECML-PKDD 2014) / Joly's thesis ch. 5. Every tree chooses its splits on the projected
+outputs ``Z = Y Φᵀ`` (the kernel's ``split_targets``) while its leaves hold means of the original outputs ``Y``; the
+prediction is the average of the trees' leaf means, so there is no decoding step.
+
+Choices where the sources are ambiguous (see the spec's list of ambiguities):
+
+- **Leaf labels (A1).** ``leaf_labels="inbag"`` (default) labels a leaf with the bootstrap-weighted mean of the
+  in-bag samples that grew it, as the authors' reference code and a standard forest do. ``"full"`` follows the
+  pseudo-code literally: after growing the tree on its bootstrap sample, every leaf is relabelled with the mean of
+  ``Y`` over *all* learning samples (in-bag and out-of-bag) that fall into it, found with ``apply``. A leaf always
+  holds at least the in-bag samples that created it, so it is never empty. Without bootstrap both coincide.
+- **Projection then bootstrap.** ``Z`` is computed on all ``n`` learning rows and the bootstrap enters through
+  integer ``sample_weight`` counts, as in the reference implementation.
+- **Sharing.** ``projection_sharing="per_tree"`` is Algorithm 5.2 (a fresh ``Φ`` per tree; the paper's choice for
+  every experiment but Fig. 5.1); ``"shared"`` is Algorithm 5.1 (one ``Φ`` for the forest). ``"pca"`` is
+  deterministic (fitted once on the learning-set outputs), so it is computed once and shared in both modes.
+- **Seeds.** ``random_state`` seeds a ``numpy.random.SeedSequence``; its first child draws the shared ``Φ``, child
+  ``1 + i`` is split into three streams for tree ``i``: bootstrap, ``Φ_i`` and the tree's own ``random_state``. The
+  bootstrap and the tree seeds therefore do not depend on ``projection_sharing`` or on the projection family, so a
+  shared forest equals a per-tree forest whose trees all draw the shared ``Φ``, and the same seed gives the same
+  forest for any ``n_jobs``.
+- **max_features** defaults to ``"sqrt"`` (k = √p, the thesis default for both RF and ET).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from forestbench.projections import (
+    PROJECTION_KINDS,
+    ParameterError,
+    make_projection,
+    project_outputs,
+    resolve_n_components,
+)
+
+__all__ = ["RandomForestRegressor", "ExtraTreesRegressor"]
+
+_SHARING = ("per_tree", "shared")
+_LEAF_LABELS = ("inbag", "full")
+_PREDICT_BLOCK = 2048  # test rows per prediction task
+
+
+def _tree_class():
+    """The tree kernel (issue 4). Looked up at fit time so tests of the forest logic can substitute it."""
+    from forestbench.tree import DecisionTreeRegressor
+
+    return DecisionTreeRegressor
+
+
+def _n_threads(n_jobs, n_tasks):
+    if n_jobs is None or n_jobs == 0:
+        n = 1
+    elif n_jobs < 0:
+        n = max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    else:
+        n = int(n_jobs)
+    return max(1, min(n, n_tasks))
+
+
+def _map(fn, items, n_threads):
+    """``list(map(fn, items))``, on ``n_threads`` threads when > 1 (the kernel releases the GIL); order is kept."""
+    if n_threads <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        return list(pool.map(fn, items))
+
+
+def _seed_sequence(random_state):
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.SeedSequence(random_state.entropy, spawn_key=random_state.spawn_key)
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.SeedSequence(int(random_state.randint(0, 2**31 - 1)))
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(int(random_state.integers(0, 2**63 - 1)))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) and random_state >= 0:
+        return np.random.SeedSequence(int(random_state))
+    raise ParameterError(f"random_state must be None, a non-negative int, a RandomState or a Generator, "
+                         f"got {random_state!r}")
+
+
+class _TreeStreams:
+    """The three independent random streams of one tree (see the module docstring)."""
+
+    __slots__ = ("bootstrap", "projection", "tree_seed")
+
+    def __init__(self, seq):
+        boot, proj, tree = seq.spawn(3)
+        self.bootstrap = boot
+        self.projection = proj
+        self.tree_seed = int(tree.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
+
+
+class _BaseProjectionForest(RegressorMixin, BaseEstimator):
+    """Shared logic of :class:`RandomForestRegressor` and :class:`ExtraTreesRegressor`."""
+
+    _splitter = "best"
+
+    # ------------------------------------------------------------------------------------------------ validation
+    def _validate_params(self, n_outputs):
+        if (not isinstance(self.n_estimators, numbers.Integral) or isinstance(self.n_estimators, bool)
+                or self.n_estimators < 1):
+            raise ParameterError(f"n_estimators must be a positive int, got {self.n_estimators!r}")
+        if self.projection_sharing not in _SHARING:
+            raise ParameterError(f"projection_sharing must be one of {list(_SHARING)}, "
+                                 f"got {self.projection_sharing!r}")
+        if self.leaf_labels not in _LEAF_LABELS:
+            raise ParameterError(f"leaf_labels must be one of {list(_LEAF_LABELS)}, got {self.leaf_labels!r}")
+        proj = self.output_projection
+        if proj is None:
+            return None, None
+        if isinstance(proj, str):
+            if proj not in PROJECTION_KINDS:
+                raise ParameterError(f"unknown output_projection {proj!r}; choose None, a (q, d) matrix or one of "
+                                     f"{list(PROJECTION_KINDS)}")
+            return proj, resolve_n_components(self.n_components, n_outputs)
+        # an explicit, fixed matrix: used by every tree
+        phi = proj.tocsr().astype(np.float64) if sp.issparse(proj) else np.asarray(proj, dtype=np.float64)
+        if phi.ndim != 2 or phi.shape[1] != n_outputs or phi.shape[0] < 1:
+            raise ParameterError(f"output_projection matrix has shape {phi.shape}, expected (q, {n_outputs}) "
+                                 f"for Y with {n_outputs} outputs")
+        return phi, phi.shape[0]
+
+    @staticmethod
+    def _check_xy(X, Y, sample_weight):
+        # the kernel grows on float32 inputs: convert once here rather than once per tree
+        if sp.issparse(X):
+            X = sp.csc_matrix(X, dtype=np.float32)
+        else:
+            X = np.asarray(X, dtype=np.float32)
+            if X.ndim != 2:
+                raise ParameterError(f"X must be 2-D, got shape {X.shape}")
+            if not (X.flags.c_contiguous or X.flags.f_contiguous):
+                X = np.ascontiguousarray(X)
+        if sp.issparse(Y):
+            Y = sp.csr_matrix(Y, dtype=np.float64)
+            Y.sum_duplicates()
+            Y.sort_indices()
+            one_d = False
+        else:
+            Y = np.asarray(Y, dtype=np.float64)
+            one_d = Y.ndim == 1
+            if one_d:
+                Y = Y.reshape(-1, 1)
+            if Y.ndim != 2:
+                raise ParameterError(f"Y must be 1-D or 2-D, got shape {Y.shape}")
+            Y = np.ascontiguousarray(Y)
+            if not np.all(np.isfinite(Y)):
+                raise ParameterError("Y contains NaN or infinite values")
+        if X.shape[0] != Y.shape[0]:
+            raise ParameterError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+        if X.shape[0] < 1:
+            raise ParameterError("cannot fit a forest on 0 samples")
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != (X.shape[0],):
+                raise ParameterError(f"sample_weight has shape {sample_weight.shape}, expected ({X.shape[0]},)")
+            if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
+                raise ParameterError("sample_weight must be finite and non-negative")
+        return X, Y, one_d, sample_weight
+
+    # ------------------------------------------------------------------------------------------------------ fit
+    def fit(self, X, Y, sample_weight=None):
+        """Grow the forest on inputs ``X`` (n, p) and outputs ``Y`` (n, d), dense or sparse CSR (e.g. a label
+        matrix)."""
+        X, Y, one_d, sample_weight = self._check_xy(X, Y, sample_weight)
+        n, d = Y.shape
+        kind, q = self._validate_params(d)
+        tree_cls = _tree_class()
+
+        root = _seed_sequence(self.random_state)
+        shared_seq, *tree_seqs = root.spawn(1 + self.n_estimators)
+        streams = [_TreeStreams(s) for s in tree_seqs]
+
+        options = dict(self.projection_params or {})
+        shared_phi = None
+        shared_time = 0.0
+        if isinstance(kind, (np.ndarray, sp.csr_matrix)):
+            shared_phi = kind
+        elif kind is not None and (self.projection_sharing == "shared" or kind == "pca"):
+            t0 = time.perf_counter()
+            shared_phi = make_projection(kind, q, d, random_state=shared_seq, Y=Y, **options)
+            shared_time = time.perf_counter() - t0
+        shared_Z = None
+        if shared_phi is not None:
+            t0 = time.perf_counter()
+            shared_Z = project_outputs(Y, shared_phi)
+            shared_time += time.perf_counter() - t0
+
+        def grow(i):
+            st = streams[i]
+            t0 = time.perf_counter()
+            if kind is None:
+                Z = None
+            elif shared_Z is not None:
+                Z = shared_Z
+            else:
+                phi = make_projection(kind, q, d, random_state=st.projection, Y=Y, **options)
+                Z = project_outputs(Y, phi)
+            proj_time = time.perf_counter() - t0
+            weight = self._tree_weights(n, st, sample_weight)
+            tree = tree_cls(
+                splitter=self._splitter,
+                max_features=self.max_features,
+                max_depth=self.max_depth,
+                min_samples_split=self.min_samples_split,
+                min_samples_leaf=self.min_samples_leaf,
+                max_leaf_nodes=self.max_leaf_nodes,
+                random_state=st.tree_seed,
+            )
+            if Z is None:
+                tree.fit(X, Y, sample_weight=weight)
+            else:
+                tree.fit(X, Y, sample_weight=weight, split_targets=Z)
+            relabel = None
+            if self.leaf_labels == "full" and self.bootstrap:
+                relabel = _full_set_leaf_values(tree, X, Y, sample_weight)
+            return tree, relabel, proj_time
+
+        results = _map(grow, range(self.n_estimators), _n_threads(self.n_jobs, self.n_estimators))
+        self.estimators_ = [r[0] for r in results]
+        self.leaf_values_ = [r[1] for r in results] if self.leaf_labels == "full" and self.bootstrap else None
+        self.projection_time_ = shared_time + sum(r[2] for r in results)
+        self.projection_ = shared_phi
+        self._streams = streams
+        self._projection_kind = kind
+        self.n_outputs_ = d
+        self.n_components_ = q
+        self.n_features_in_ = X.shape[1]
+        self._y_one_d = one_d
+        return self
+
+    def _tree_weights(self, n, streams, sample_weight):
+        if not self.bootstrap:
+            return sample_weight
+        rng = np.random.default_rng(streams.bootstrap)
+        counts = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64)
+        return counts if sample_weight is None else counts * sample_weight
+
+    def tree_projection(self, i):
+        """The projection matrix ``Φ_i`` used to grow tree ``i`` (regenerated from its seed; ``None`` when the
+        forest was grown on the original outputs)."""
+        self._check_fitted()
+        if self._projection_kind is None:
+            return None
+        if self.projection_ is not None:
+            return self.projection_
+        return make_projection(self._projection_kind, self.n_components_, self.n_outputs_,
+                               random_state=self._streams[i].projection, **dict(self.projection_params or {}))
+
+    # ------------------------------------------------------------------------------------------------- predict
+    def _check_fitted(self):
+        if not hasattr(self, "estimators_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def _tree_predict(self, i, X):
+        if self.leaf_values_ is None:
+            return self.estimators_[i].predict(X)
+        leaf_ids, values = self.leaf_values_[i]
+        rows = np.searchsorted(leaf_ids, self.estimators_[i].apply(X))
+        block = values[rows]
+        return block.toarray() if sp.issparse(block) else block
+
+    def predict(self, X):
+        """Average of the trees' leaf means of the original outputs: an (n, d) float64 array ((n,) if fitted on a
+        1-D ``y``). The sum runs over the trees in a fixed order, so the result does not depend on ``n_jobs``."""
+        self._check_fitted()
+        X = sp.csr_matrix(X, dtype=np.float32) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float32)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ParameterError(f"X has shape {X.shape}, expected (n, {self.n_features_in_})")
+        n = X.shape[0]
+        out = np.zeros((n, self.n_outputs_), dtype=np.float64)
+        blocks = [(s, min(s + _PREDICT_BLOCK, n)) for s in range(0, n, _PREDICT_BLOCK)]
+
+        def run(block):
+            s, e = block
+            Xb = X[s:e]
+            acc = out[s:e]
+            for i in range(len(self.estimators_)):
+                acc += self._tree_predict(i, Xb).reshape(e - s, self.n_outputs_)
+            acc /= len(self.estimators_)
+
+        _map(run, blocks, _n_threads(self.n_jobs, len(blocks)))
+        return out.ravel() if self._y_one_d else out
+
+    def apply(self, X):
+        """Leaf index of every sample in every tree, shape (n, n_estimators)."""
+        self._check_fitted()
+        return np.column_stack([t.apply(X) for t in self.estimators_])
+
+    # ----------------------------------------------------------------------------------------------- model size
+    @property
+    def n_nodes_(self):
+        """Total number of nodes over the trees."""
+        self._check_fitted()
+        return int(sum(t.tree_.node_count for t in self.estimators_))
+
+    @property
+    def model_bytes_(self):
+        """Bytes of the fitted model: the trees' own storage plus, with ``leaf_labels="full"``, the relabelled
+        leaf tables."""
+        self._check_fitted()
+        total = sum(int(t.model_bytes_) for t in self.estimators_)
+        for entry in self.leaf_values_ or ():
+            leaf_ids, values = entry
+            total += leaf_ids.nbytes
+            total += (values.data.nbytes + values.indices.nbytes + values.indptr.nbytes) if sp.issparse(values) \
+                else values.nbytes
+        return total
+
+
+def _full_set_leaf_values(tree, X, Y, sample_weight):
+    """Leaf means of ``Y`` over the whole learning set (in-bag and out-of-bag rows), from ``tree.apply``.
+
+    Returns ``(leaf_ids, values)``: the sorted leaf ids reached by the learning set and their ``(n_leaves, d)``
+    means (CSR when ``Y`` is sparse, dense otherwise)."""
+    leaves = np.asarray(tree.apply(X))
+    leaf_ids, inverse = np.unique(leaves, return_inverse=True)
+    n = leaves.shape[0]
+    w = np.ones(n) if sample_weight is None else sample_weight
+    member = sp.csr_matrix((w, (inverse, np.arange(n))), shape=(leaf_ids.shape[0], n))
+    mass = np.asarray(member.sum(axis=1)).ravel()
+    if np.any(mass <= 0):
+        raise ParameterError("a leaf has no positive sample weight in the learning set; leaf_labels='full' "
+                             "needs positive weights on the rows that grew the tree")
+    sums = member @ Y
+    scale = sp.diags(1.0 / mass)
+    if sp.issparse(sums):
+        values = (scale @ sums).tocsr()
+        values.sort_indices()
+    else:
+        values = np.ascontiguousarray(sums / mass[:, None])
+    return leaf_ids, values
+
+
+class RandomForestRegressor(_BaseProjectionForest):
+    """Random forest (bootstrap + best split over ``max_features`` random features per node) whose splits are
+    chosen on random projections of the outputs.
+
+    Parameters
+    ----------
+    n_estimators : int, default 100
+        Number of trees ``t``.
+    max_features : "sqrt", "log2", int, float or None, default "sqrt"
+        Features ``k`` drawn at each node (passed to the tree kernel; ``None`` means all ``p``).
+    max_depth, min_samples_split, min_samples_leaf, max_leaf_nodes
+        Tree pre-pruning, passed to the kernel; ``min_samples_split=2`` is the thesis' ``n_min = 1``.
+    bootstrap : bool, default True
+        Grow each tree on a bootstrap sample (as integer ``sample_weight`` counts).
+    output_projection : None, str or (q, d) matrix, default None
+        ``None`` grows on the original outputs. A family name of :mod:`forestbench.projections`
+        (``"gaussian"``, ``"rademacher"``, ``"achlioptas"``, ``"sparse"``, ``"subsample"``, ``"hadamard"``,
+        ``"pca"``) draws ``Φ``; a dense or sparse matrix is used as a fixed ``Φ`` by every tree.
+    n_components : int, float or str, default "ln_d"
+        ``q``: an int, a fraction of ``d`` in (0, 1] or ``"ln_d"`` (⌊0.5 + ln d⌋), ``"2ln_d"``, ``"sqrt_d"``.
+    projection_sharing : "per_tree" or "shared", default "per_tree"
+        Algorithm 5.2 (fresh ``Φ`` per tree) or 5.1 (one ``Φ`` for the forest).
+    leaf_labels : "inbag" or "full", default "inbag"
+        Which learning samples label the leaves (see the module docstring).
+    projection_params : dict or None
+        Extra family options: ``density`` for ``"sparse"``, ``with_replacement`` for ``"subsample"``.
+    n_jobs : int or None
+        Threads used to grow the trees and to predict (``-1``: all cores).
+    random_state : None, int, RandomState, Generator or SeedSequence
+
+    Attributes
+    ----------
+    estimators_ : list of kernel trees; ``projection_`` : the shared/fixed ``Φ`` or ``None``;
+    ``tree_projection(i)`` : ``Φ_i``; ``n_components_`` : ``q``; ``n_outputs_`` : ``d``;
+    ``projection_time_`` : seconds spent drawing ``Φ`` and computing ``Z`` (summed over trees);
+    ``n_nodes_``, ``model_bytes_`` : summed over the trees.
+    """
+
+    _splitter = "best"
+
+    def __init__(self, n_estimators=100, *, max_features="sqrt", max_depth=None, min_samples_split=2,
+                 min_samples_leaf=1, max_leaf_nodes=None, bootstrap=True, output_projection=None,
+                 n_components="ln_d", projection_sharing="per_tree", leaf_labels="inbag", projection_params=None,
+                 n_jobs=None, random_state=None):
+        self.n_estimators = n_estimators
+        self.max_features = max_features
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.max_leaf_nodes = max_leaf_nodes
+        self.bootstrap = bootstrap
+        self.output_projection = output_projection
+        self.n_components = n_components
+        self.projection_sharing = projection_sharing
+        self.leaf_labels = leaf_labels
+        self.projection_params = projection_params
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+
+class ExtraTreesRegressor(_BaseProjectionForest):
+    """Extremely randomized trees (one uniform random cut per candidate feature, no bootstrap by default) whose
+    splits are chosen on random projections of the outputs. Parameters as :class:`RandomForestRegressor`; without
+    bootstrap, ``leaf_labels`` has no effect (every tree sees the whole learning set)."""
+
+    _splitter = "random"
+
+    def __init__(self, n_estimators=100, *, max_features="sqrt", max_depth=None, min_samples_split=2,
+                 min_samples_leaf=1, max_leaf_nodes=None, bootstrap=False, output_projection=None,
+                 n_components="ln_d", projection_sharing="per_tree", leaf_labels="inbag", projection_params=None,
+                 n_jobs=None, random_state=None):
+        self.n_estimators = n_estimators
+        self.max_features = max_features
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.max_leaf_nodes = max_leaf_nodes
+        self.bootstrap = bootstrap
+        self.output_projection = output_projection
+        self.n_components = n_components
+        self.projection_sharing = projection_sharing
+        self.leaf_labels = leaf_labels
+        self.projection_params = projection_params
+        self.n_jobs = n_jobs
+        self.random_state = random_state

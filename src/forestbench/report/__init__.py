@@ -1,0 +1,32 @@
+"""Reports: tables, figures and the reproduction comparison built from the tidy scores table.
+
+Public API: ``build_experiment_report`` (one experiment, under ``results/<experiment>/report/``) and ``build_index``
+(``results/report/index.html`` + ``index.md``). Reports read run records only; they never import estimators.
+
+Report kinds (``experiments.<E>.reports`` entries; the registry is ``REPORT_KINDS``, extended with
+``@report_kind("name")``). Every kind accepts ``variants: [...]`` and ``datasets: [...]`` to restrict and order it.
+
+- ``table``: ``metric``, optional ``baseline`` (a variant), ``decimals`` (3), ``sig_rule`` (``max_std`` |
+  ``baseline_std`` | ``method_std``). Mean ± std per dataset x variant, best per row in bold, cells more than one
+  std from the baseline marked, average-rank row; CSV (long form), Markdown, LaTeX (booktabs).
+- ``cd_diagram``: ``metric``, ``alpha`` (0.05). Friedman test + Nemenyi CD over the datasets where every variant
+  ran; PDF + PNG and a ranks CSV.
+- ``pvalues``: ``metric``, ``test`` (``wilcoxon`` | ``ttest``), ``over`` (``datasets`` | ``repeats``; default
+  datasets for Wilcoxon, repeats for the t-test, as in the thesis), ``correction`` (none | ``holm``; default none,
+  as the published tables), ``alpha``. '>' / '<' sign notation, row versus column.
+- ``sweep``: ``metric``, ``x`` (a ``param.<name>`` column), ``hue`` (default ``variant_group``: the method plus its
+  parameters other than ``x`` that vary). Mean ± std over repeats, one panel per dataset.
+- ``timing``: ``x``, ``time`` (``fit_wall_s`` | ``fit_cpu_s`` | ``predict_wall_s`` | ``predict_cpu_s``), ``hue``;
+  log time axis (log x when numeric and spanning more than a decade).
+- ``convergence``: ``metric``, ``hue`` (``variant``); staged rows (``step`` set) against the step.
+
+``experiments.<E>.reference`` is one mapping or a list of them: ``table`` (stem of a CSV in config/reference),
+``metric``, ``methods`` (our variant -> reference method_id), optional ``datasets`` (our dataset -> reference
+dataset_id), ``tolerance_std`` (1.0), ``tolerance_abs`` (for cells printed without std), ``tolerance_rank`` (0.5,
+CD figures), ``alpha`` (0.05). Results tables are compared cell by cell, p-value tables by sign notation, CD
+figures by average ranks, Friedman p (side of alpha) and CD.
+"""
+from forestbench.report.experiment import REPORT_KINDS, build_experiment_report, report_kind
+from forestbench.report.index import build_index
+
+__all__ = ["REPORT_KINDS", "build_experiment_report", "build_index", "report_kind"]

@@ -1,0 +1,163 @@
+"""Reading the tidy scores table and reducing it to the per-(dataset, variant) summaries the reports show.
+
+Choices: the standard deviation over repeats is the sample one (``ddof=1``, the usual reading of "mean ± std over 10
+random splits"); a single repeat has std NaN, shown as missing. Staged rows (``step`` not empty) are convergence
+curves and are kept apart from the final scores.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from forestbench.errors import DataError
+
+REQUIRED_COLUMNS = ("experiment", "dataset", "method", "variant", "repeat", "metric", "value", "higher_is_better")
+TIME_COLUMNS = ("fit_wall_s", "fit_cpu_s", "predict_wall_s", "predict_cpu_s")
+
+_TRUE = {"true", "1", "yes", "t", "y"}
+_FALSE = {"false", "0", "no", "f", "n"}
+
+
+def _to_bool(series: pd.Series, path: str) -> pd.Series:
+    def convert(v):
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, (int, float, np.integer, np.floating)) and not pd.isna(v):
+            return bool(v)
+        text = str(v).strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise DataError(f"{path}: column higher_is_better has value {v!r}, expected true/false")
+    return series.map(convert).astype(bool)
+
+
+def empty_scores() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in REQUIRED_COLUMNS + ("step",)})
+
+
+def load_scores(path: str | Path, experiment: str | None = None) -> pd.DataFrame:
+    """Read ``scores.csv`` (the run records' tidy table) and check its columns.
+
+    A missing file gives an empty table (a report can be built before anything ran); a malformed one a DataError
+    naming the file and the problem. Rows of other experiments are dropped when ``experiment`` is given.
+    """
+    path = Path(path)
+    if not path.exists():
+        return empty_scores()
+    try:
+        frame = pd.read_csv(path, keep_default_na=True)
+    except pd.errors.EmptyDataError:
+        return empty_scores()
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot parse scores table: {exc}") from exc
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path}: scores table lacks column(s) {', '.join(missing)}")
+    if "step" not in frame.columns:
+        frame["step"] = np.nan
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
+    frame["step"] = pd.to_numeric(frame["step"], errors="coerce")
+    for col in TIME_COLUMNS:
+        if col in frame.columns:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    frame["higher_is_better"] = _to_bool(frame["higher_is_better"], str(path))
+    for col in ("experiment", "dataset", "method", "variant", "metric"):
+        frame[col] = frame[col].astype(str)
+    if experiment is not None:
+        frame = frame[frame["experiment"] == experiment]
+    return frame.reset_index(drop=True)
+
+
+def metric_direction(scores: pd.DataFrame, metric: str, default: bool | None = None) -> bool:
+    """``higher_is_better`` of ``metric`` as recorded; a metric recorded both ways is an error."""
+    rows = scores.loc[scores["metric"] == metric, "higher_is_better"]
+    values = set(bool(v) for v in rows.unique())
+    if len(values) > 1:
+        raise DataError(f"metric {metric!r} is recorded both as higher- and as lower-is-better")
+    if values:
+        return values.pop()
+    if default is None:
+        return True
+    return bool(default)
+
+
+def final_rows(scores: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Rows of ``metric`` that are final scores (not staged)."""
+    rows = scores[(scores["metric"] == metric) & scores["step"].isna()]
+    return rows[rows["value"].notna()]
+
+
+def summarise(scores: pd.DataFrame, metric: str, ddof: int = 1) -> pd.DataFrame:
+    """Mean, std and number of repeats per (dataset, variant) of ``metric``: columns dataset, variant, mean, std, n."""
+    rows = final_rows(scores, metric)
+    if rows.empty:
+        return pd.DataFrame(columns=["dataset", "variant", "mean", "std", "n"])
+    grouped = rows.groupby(["dataset", "variant"], sort=False)["value"]
+    out = grouped.agg(mean="mean", n="count").reset_index()
+    out["std"] = grouped.std(ddof=ddof).to_numpy()
+    return out[["dataset", "variant", "mean", "std", "n"]]
+
+
+def ordered_unique(values) -> list:
+    seen: dict = {}
+    for v in values:
+        seen.setdefault(v, None)
+    return list(seen)
+
+
+def score_matrix(summary: pd.DataFrame, datasets: list[str] | None = None, variants: list[str] | None = None,
+                 value: str = "mean") -> pd.DataFrame:
+    """datasets x variants table of ``value`` (NaN for cells not run), in the given (or first-seen) order."""
+    datasets = datasets if datasets is not None else ordered_unique(summary["dataset"])
+    variants = variants if variants is not None else ordered_unique(summary["variant"])
+    if summary.empty:
+        return pd.DataFrame(np.nan, index=pd.Index(datasets, name="dataset"), columns=pd.Index(variants, name="variant"))
+    wide = summary.pivot(index="dataset", columns="variant", values=value)
+    return wide.reindex(index=datasets, columns=variants).rename_axis(index="dataset", columns="variant").astype(float)
+
+
+def complete_rows(matrix: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Datasets with every variant present, and the names of the incomplete ones that were dropped."""
+    mask = matrix.notna().all(axis=1)
+    return matrix[mask], [str(d) for d in matrix.index[~mask]]
+
+
+def param_columns(scores: pd.DataFrame) -> list[str]:
+    return [c for c in scores.columns if c.startswith("param.")]
+
+
+def add_variant_group(rows: pd.DataFrame, scores: pd.DataFrame, x: str | None) -> pd.DataFrame:
+    """Add ``variant_group``: the method plus the parameters (other than the swept ``x``) that differ between
+    configurations of that method, so that one line of a sweep is one configuration with only ``x`` changing."""
+    rows = rows.copy()
+    params = [c for c in param_columns(scores) if c != x and c in rows.columns]
+    labels = rows["method"].astype(str).copy()
+    for method, grp in rows.groupby("method", sort=False):
+        varying = [c for c in params if grp[c].astype(str).nunique(dropna=False) > 1]
+        if not varying:
+            continue
+        parts = [grp[c].map(lambda v, name=c[len("param."):]: f"{name}={_fmt_param(v)}") for c in varying]
+        joined = parts[0]
+        for part in parts[1:]:
+            joined = joined + ", " + part
+        labels.loc[grp.index] = method + " (" + joined + ")"
+    rows["variant_group"] = labels
+    return rows
+
+
+def _fmt_param(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def axis_values(series: pd.Series) -> tuple[pd.Series, bool]:
+    """Parameter values for a plot axis: numeric when every value parses as a number, else strings."""
+    numeric = pd.to_numeric(series, errors="coerce")
+    if numeric.notna().all() and len(series):
+        return numeric.astype(float), True
+    return series.astype(str), False

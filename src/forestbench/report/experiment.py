@@ -1,0 +1,420 @@
+"""One experiment's report: the configured tables and figures, the reproduction table, the list of cells not run.
+
+The report kinds form a registry (``REPORT_KINDS``: kind -> function); adding a kind is writing one function
+``f(ctx, spec, slug) -> Section`` decorated with ``@report_kind("name")``.
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from forestbench._io import write_json, write_text
+from forestbench.errors import ConfigError
+from forestbench.report import figures, reproduction, tables
+from forestbench.report.data import (TIME_COLUMNS, add_variant_group, complete_rows, final_rows, load_scores,
+                                     metric_direction, ordered_unique, score_matrix, summarise)
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class Section:
+    kind: str
+    title: str
+    files: dict[str, Path] = field(default_factory=dict)   # format label -> path
+    images: list[Path] = field(default_factory=list)        # PNGs shown on the page
+    html: str = ""                                          # table fragment for the HTML page
+    markdown: str = ""                                      # table text for the Markdown report
+    notes: list[str] = field(default_factory=list)
+    data: dict = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    experiment: str
+    cfg: dict
+    scores: pd.DataFrame
+    out_dir: Path
+    datasets: list[str]
+    variants: list[str]
+    written: list[Path] = field(default_factory=list)
+
+    def where(self, index: int) -> str:
+        return f"experiments.{self.experiment}.reports[{index}]"
+
+    def write(self, path: Path, text: str) -> Path:
+        write_text(path, text)
+        self.written.append(path)
+        return path
+
+    def variants_for(self, spec: dict) -> list[str]:
+        wanted = spec.get("variants")
+        return [str(v) for v in wanted] if wanted else self.variants
+
+    def datasets_for(self, spec: dict) -> list[str]:
+        wanted = spec.get("datasets")
+        return [str(d) for d in wanted] if wanted else self.datasets
+
+
+ReportFn = Callable[[Context, dict, str], Section]
+REPORT_KINDS: dict[str, ReportFn] = {}
+
+
+def report_kind(name: str):
+    def register(fn: ReportFn) -> ReportFn:
+        REPORT_KINDS[name] = fn
+        return fn
+    return register
+
+
+def _short(items: list[str], limit: int = 20) -> str:
+    """A readable list for a note; the full lists are in the "Cells not run" section and the manifest."""
+    shown = ", ".join(items[:limit])
+    return shown + (f" ... and {len(items) - limit} more (see 'Cells not run')" if len(items) > limit else "")
+
+
+def _require(spec: dict, key: str, where: str):
+    if key not in spec or spec[key] in (None, ""):
+        raise ConfigError(f"{where}: missing key {key!r}")
+    return spec[key]
+
+
+def _direction(ctx: Context, metric: str, spec: dict) -> bool:
+    return metric_direction(ctx.scores, metric, spec.get("higher_is_better"))
+
+
+# --- report kinds ------------------------------------------------------------------------------------------------
+@report_kind("table")
+def _table(ctx: Context, spec: dict, slug: str) -> Section:
+    metric = str(spec["metric"])
+    summary = summarise(ctx.scores, metric)
+    datasets, variants = ctx.datasets_for(spec), ctx.variants_for(spec)
+    hib = _direction(ctx, metric, spec)
+    baseline = spec.get("baseline")
+    if baseline is not None and str(baseline) not in variants:
+        variants = [str(baseline)] + variants
+    table = tables.MeanStdTable(metric, hib, score_matrix(summary, datasets, variants),
+                                score_matrix(summary, datasets, variants, "std"),
+                                score_matrix(summary, datasets, variants, "n"),
+                                baseline=None if baseline is None else str(baseline),
+                                decimals=int(spec.get("decimals", 3)), sig_rule=str(spec.get("sig_rule", "max_std")))
+    base = ctx.out_dir / "tables" / slug
+    sec = Section("table", f"{metric}: mean ± std per dataset" + (f" (baseline {baseline})" if baseline else ""))
+    sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_wide_csv()),
+                 "CSV (one row per cell)": ctx.write(base.with_name(base.name + "_cells.csv"), table.to_csv()),
+                 "Markdown": ctx.write(base.with_suffix(".md"), table.to_markdown()),
+                 "LaTeX": ctx.write(base.with_suffix(".tex"), table.to_latex(label=f"tab:{ctx.experiment}:{metric}"))}
+    sec.html, sec.markdown = table.to_html(), table.to_markdown()
+    missing = table.missing_cells()
+    if missing:
+        sec.notes.append(f"{len(missing)} cell(s) not run: " + _short([f"{d}/{v}" for d, v in missing]))
+    if baseline is not None:
+        sec.data["marks_vs_baseline"] = table.mark_counts()
+    return sec
+
+
+@report_kind("cd_diagram")
+def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
+    metric = str(spec["metric"])
+    alpha = float(spec.get("alpha", 0.05))
+    hib = _direction(ctx, metric, spec)
+    matrix = score_matrix(summarise(ctx.scores, metric), ctx.datasets_for(spec), ctx.variants_for(spec))
+    sec = Section("cd_diagram", f"{metric}: critical-difference diagram (Friedman + Nemenyi, α = {alpha})")
+    ran = matrix.dropna(axis=1, how="all")
+    if ran.shape[1] < matrix.shape[1]:
+        sec.notes.append("variant(s) with no result, left out: "
+                         + ", ".join(map(str, matrix.columns.difference(ran.columns))))
+    complete, dropped = complete_rows(ran)
+    if dropped:
+        sec.notes.append(f"dataset(s) left out because not every variant ran: {_short(dropped)}")
+    if complete.shape[0] < 2 or complete.shape[1] < 2:
+        sec.notes.append(f"not enough results for a CD diagram (need 2 variants on 2 complete datasets; have "
+                         f"{complete.shape[1]} variant(s), {complete.shape[0]} complete dataset(s))")
+        return sec
+    fig, info = figures.cd_diagram(complete, hib, alpha, title=f"{ctx.experiment}: {metric}")
+    base = ctx.out_dir / "figures" / slug
+    pdf, png = figures.save_figure(fig, base)
+    ctx.written += [pdf, png]
+    ranks = pd.DataFrame({"variant": list(info["average_ranks"]), "average_rank": list(info["average_ranks"].values())})
+    ranks = ranks.sort_values("average_rank", kind="stable")
+    summary_lines = [f"Friedman χ² = {info['friedman_statistic']:.3f}, p = {info['friedman_p_value']:.3g}; "
+                     f"Iman–Davenport F = {info['iman_davenport']:.3f}, p = {info['iman_davenport_p_value']:.3g}; "
+                     f"Nemenyi CD = {info['critical_difference']:.3f} at α = {alpha} (k = {info['n_methods']}, "
+                     f"N = {info['n_datasets']})"]
+    csv = ranks.assign(critical_difference=info["critical_difference"], friedman_p_value=info["friedman_p_value"],
+                       n_datasets=info["n_datasets"], alpha=alpha).to_csv(index=False)
+    sec.files = {"PDF": pdf, "PNG": png, "ranks CSV": ctx.write(base.with_suffix(".csv"), csv)}
+    sec.images = [png]
+    sec.notes += summary_lines
+    sec.data = info
+    sec.markdown = "| variant | average rank |\n|---|---|\n" + "".join(
+        f"| {r.variant} | {r.average_rank:.3f} |\n" for r in ranks.itertuples())
+    sec.html = "<table class='ranks'><thead><tr><th>variant</th><th>average rank</th></tr></thead><tbody>" + "".join(
+        f"<tr><td>{html.escape(str(r.variant))}</td><td>{r.average_rank:.3f}</td></tr>" for r in ranks.itertuples()
+    ) + "</tbody></table>\n"
+    return sec
+
+
+@report_kind("pvalues")
+def _pvalues(ctx: Context, spec: dict, slug: str) -> Section:
+    metric = str(spec["metric"])
+    test = str(spec.get("test", "wilcoxon"))
+    if test not in ("wilcoxon", "ttest"):
+        raise ConfigError(f"pvalues report: test must be 'wilcoxon' or 'ttest', got {test!r}")
+    hib = _direction(ctx, metric, spec)
+    table = tables.pvalue_table(ctx.scores, metric, hib, test, spec.get("over"), spec.get("correction"),
+                                float(spec.get("alpha", 0.05)), ctx.variants_for(spec), ctx.datasets_for(spec))
+    base = ctx.out_dir / "tables" / slug
+    sec = Section("pvalues", f"{metric}: pairwise {'Wilcoxon signed-rank' if test == 'wilcoxon' else 'paired t-test'}"
+                  " p-values")
+    sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_csv()),
+                 "Markdown": ctx.write(base.with_suffix(".md"), table.to_markdown()),
+                 "LaTeX": ctx.write(base.with_suffix(".tex"), table.to_latex())}
+    sec.html, sec.markdown = table.to_html(), table.to_markdown()  # both carry the table's notes
+    return sec
+
+
+def _line_figure(ctx: Context, sec: Section, slug: str, fig_fn, rows: pd.DataFrame, *args) -> Section:
+    if rows.empty:
+        sec.notes.append("no results yet for this figure")
+        return sec
+    fig = fig_fn(rows, *args)
+    pdf, png = figures.save_figure(fig, ctx.out_dir / "figures" / slug)
+    ctx.written += [pdf, png]
+    sec.files, sec.images = {"PDF": pdf, "PNG": png}, [png]
+    return sec
+
+
+def _with_hue(ctx: Context, rows: pd.DataFrame, hue: str | None, x: str | None) -> pd.DataFrame:
+    if hue == "variant_group" and "variant_group" not in rows.columns and not rows.empty:
+        rows = add_variant_group(rows, ctx.scores, x)
+    if hue and hue not in rows.columns and not rows.empty:
+        raise ConfigError(f"hue column {hue!r} is not in the scores table of {ctx.experiment}")
+    return rows
+
+
+def _restrict(ctx: Context, rows: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    rows = rows[rows["variant"].isin(ctx.variants_for(spec)) & rows["dataset"].isin(ctx.datasets_for(spec))]
+    return rows
+
+
+@report_kind("sweep")
+def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
+    metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
+    hue = spec.get("hue", "variant_group")
+    sec = Section("sweep", f"{metric} against {x.removeprefix('param.')}")
+    rows = _restrict(ctx, final_rows(ctx.scores, metric), spec)
+    if not rows.empty and x not in rows.columns:
+        raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
+    rows = _with_hue(ctx, rows, hue, x)
+    return _line_figure(ctx, sec, slug, figures.sweep_plot, rows, x, metric, hue)
+
+
+@report_kind("timing")
+def _timing(ctx: Context, spec: dict, slug: str) -> Section:
+    x = str(_require(spec, "x", "timing report"))
+    time = str(spec.get("time", "fit_wall_s"))
+    if time not in TIME_COLUMNS:
+        raise ConfigError(f"timing report: time must be one of {', '.join(TIME_COLUMNS)}, got {time!r}")
+    hue = spec.get("hue", "variant_group")
+    sec = Section("timing", f"{time} against {x.removeprefix('param.')} (log scale)")
+    rows = ctx.scores[ctx.scores["step"].isna()]
+    if spec.get("metric"):
+        rows = rows[rows["metric"] == str(spec["metric"])]
+    # the time columns repeat on every metric row of a fit: keep one row per fit
+    rows = _restrict(ctx, rows, spec).drop_duplicates(["dataset", "variant", "repeat"])
+    if not rows.empty:
+        for col in (x, time):
+            if col not in rows.columns:
+                raise ConfigError(f"timing report: column {col!r} is not in the scores table of {ctx.experiment}")
+        rows = rows[rows[time].notna() & (rows[time] > 0)]
+    rows = _with_hue(ctx, rows, hue, x)
+    return _line_figure(ctx, sec, slug, figures.timing_plot, rows, x, time, hue)
+
+
+@report_kind("convergence")
+def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
+    metric = str(spec["metric"])
+    hue = spec.get("hue", "variant")
+    sec = Section("convergence", f"{metric} against the number of boosting iterations / trees")
+    rows = ctx.scores[(ctx.scores["metric"] == metric) & ctx.scores["step"].notna() & ctx.scores["value"].notna()]
+    rows = _with_hue(ctx, _restrict(ctx, rows, spec), hue, None)
+    return _line_figure(ctx, sec, slug, figures.convergence_plot, rows, metric, hue)
+
+
+# --- the experiment report ---------------------------------------------------------------------------------------
+def _names(obj, keys=("variant", "label", "name", "id")) -> list[str]:
+    """Labels from a config list of strings or mappings, or from the keys of a mapping."""
+    if obj is None:
+        return []
+    if isinstance(obj, dict):
+        return [str(k) for k in obj]
+    out = []
+    for item in obj:
+        if isinstance(item, dict):
+            for key in keys:
+                if key in item:
+                    out.append(str(item[key]))
+                    break
+        else:
+            out.append(str(item))
+    return out
+
+
+def _expected(cfg: dict, scores: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Datasets and variants of the experiment: configured and referenced ones first, then whatever ran."""
+    ref = cfg.get("reference") or {}
+    refs = ref if isinstance(ref, list) else [ref]
+    datasets = _names(cfg.get("datasets"), ("name", "dataset", "id"))
+    variants = _names(cfg.get("variants")) + _names(cfg.get("methods"))
+    for r in refs:
+        if isinstance(r, dict):
+            variants += [str(v) for v in (r.get("methods") or {})]
+    return ordered_unique(datasets + list(scores["dataset"])), ordered_unique(variants + list(scores["variant"]))
+
+
+def _slug(index: int, spec: dict) -> str:
+    parts = [f"{index + 1:02d}", str(spec.get("kind"))]
+    for key in ("metric", "x", "time", "test"):
+        if spec.get(key):
+            parts.append(str(spec[key]).removeprefix("param."))
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "_".join(parts))
+
+
+def _reference_datasets(cfg: dict, reference_dir: Path, experiment: str) -> list[str]:
+    ref = cfg.get("reference")
+    refs = ref if isinstance(ref, list) else ([ref] if ref else [])
+    out = []
+    for r in refs:
+        if not isinstance(r, dict) or "table" not in r:
+            continue
+        table, kind = reproduction.read_reference(reference_dir, str(r["table"]))
+        if kind != "results":
+            continue
+        if r.get("metric"):
+            table = table[table["metric"] == str(r["metric"])]
+        back = {str(v): str(k) for k, v in (r.get("datasets") or {}).items()}
+        out += [back.get(d, d) for d in table.loc[table["dataset"].str.lower() != "mean", "dataset_id"]]
+    return ordered_unique(out)
+
+
+def missing_cells(scores: pd.DataFrame, metrics: list[str], datasets: list[str], variants: list[str]) -> list[dict]:
+    """Every expected (dataset, variant, metric) with no final score."""
+    out = []
+    for metric in metrics:
+        rows = final_rows(scores, metric)
+        have = set(zip(rows["dataset"], rows["variant"]))
+        out += [{"dataset": d, "variant": v, "metric": metric}
+                for d in datasets for v in variants if (d, v) not in have]
+    return out
+
+
+def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_cfg: dict, reference_dir: Path,
+                            out_dir: Path) -> list[Path]:
+    """Write the tables, figures, reproduction comparison, report.md and manifest.json of one experiment.
+
+    Works with whatever records exist: a missing or partial scores table gives a report that lists every cell not
+    run. Returns the paths written.
+    """
+    if not isinstance(experiment_cfg, dict):
+        raise ConfigError(f"experiments.{experiment_name} must be a mapping, got {type(experiment_cfg).__name__}")
+    out_dir, reference_dir = Path(out_dir), Path(reference_dir)
+    scores = load_scores(scores_csv, experiment_name)
+    ref_datasets = _reference_datasets(experiment_cfg, reference_dir, experiment_name)
+    datasets, variants = _expected(experiment_cfg, scores)
+    datasets = ordered_unique(ref_datasets + datasets) if not experiment_cfg.get("datasets") else datasets
+    ctx = Context(experiment_name, experiment_cfg, scores, out_dir, datasets, variants)
+    specs = experiment_cfg.get("reports") or []
+    if not isinstance(specs, list):
+        raise ConfigError(f"experiments.{experiment_name}.reports must be a list")
+    # validate every report spec and compare with every reference before writing anything
+    for i, spec in enumerate(specs):
+        where = ctx.where(i)
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where} must be a mapping")
+        kind = spec.get("kind")
+        if kind not in REPORT_KINDS:
+            raise ConfigError(f"{where}.kind: unknown report kind {kind!r} (known: {', '.join(sorted(REPORT_KINDS))})")
+        if kind != "timing":
+            _require(spec, "metric", where)
+        for key in ("x",) if kind in ("sweep", "timing") else ():
+            _require(spec, key, where)
+            if not scores.empty and str(spec[key]) not in scores.columns:
+                raise ConfigError(f"{where}.{key}: column {spec[key]!r} is not in the scores table {scores_csv}")
+    ref_cfg = experiment_cfg.get("reference")
+    comparisons = []
+    for r in ref_cfg if isinstance(ref_cfg, list) else ([ref_cfg] if ref_cfg else []):
+        if not isinstance(r, dict):
+            raise ConfigError(f"experiments.{experiment_name}.reference must be a mapping")
+        comparisons.append(reproduction.compare_any(scores, r, reference_dir, experiment_name))
+    sections: list[Section] = []
+    for i, spec in enumerate(specs):
+        try:
+            sections.append(REPORT_KINDS[spec["kind"]](ctx, spec, _slug(i, spec)))
+        except ConfigError as exc:
+            raise ConfigError(f"{ctx.where(i)}: {exc}") from exc
+    # reproduction against the published numbers
+    repro_sections = []
+    for j, rep in enumerate(comparisons):
+        base = out_dir / ("reproduction" if j == 0 else f"reproduction_{j + 1}")
+        what = getattr(rep, "what", "published scores")
+        sec = Section("reproduction", f"Reproduction of {rep.table} ({what}, {rep.metric})")
+        sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), rep.to_csv()),
+                     "Markdown": ctx.write(base.with_suffix(".md"), rep.to_markdown())}
+        sec.html, sec.markdown = rep.to_html(), rep.to_markdown()  # both carry the notes
+        sec.data = rep.counts()
+        repro_sections.append(sec)
+    metrics = [str(m) for m in experiment_cfg.get("metrics") or []] or ordered_unique(
+        str(s["metric"]) for s in specs if isinstance(s, dict) and s.get("metric"))
+    missing = missing_cells(scores, metrics, datasets, variants)
+    all_sections = sections + repro_sections
+    report_md = out_dir / "report.md"
+    ctx.write(report_md, _markdown(experiment_name, experiment_cfg, scores, all_sections, missing, out_dir))
+    manifest = {
+        "experiment": experiment_name, "description": str(experiment_cfg.get("description", "")),
+        "scores": str(scores_csv), "n_rows": int(len(scores)), "datasets": datasets, "variants": variants,
+        "metrics": metrics, "missing_cells": missing, "report_md": "report.md",
+        "sections": [{"kind": s.kind, "title": s.title, "notes": s.notes,
+                      "files": {k: _rel(p, out_dir) for k, p in s.files.items()},
+                      "images": [_rel(p, out_dir) for p in s.images],
+                      "html": s.html, "data": s.data} for s in all_sections],
+    }
+    write_json(out_dir / MANIFEST, manifest)
+    ctx.written.append(out_dir / MANIFEST)
+    return ctx.written
+
+
+def _rel(path: Path, base: Path) -> str:
+    return Path(path).relative_to(base).as_posix()
+
+
+def _markdown(name: str, cfg: dict, scores: pd.DataFrame, sections: list[Section], missing: list[dict],
+              out_dir: Path) -> str:
+    lines = [f"# Experiment {name}", ""]
+    if cfg.get("description"):
+        lines += [str(cfg["description"]).strip(), ""]
+    if scores.empty:
+        lines += ["**Not run yet**: no scores recorded.", ""]
+    else:
+        lines += [f"{len(scores)} score rows; {scores['dataset'].nunique()} dataset(s), "
+                  f"{scores['variant'].nunique()} variant(s), {scores['repeat'].nunique()} repeat(s).", ""]
+    for s in sections:
+        lines += [f"## {s.title}", ""]
+        if s.files:
+            lines += ["Files: " + ", ".join(f"[{k}]({_rel(p, out_dir)})" for k, p in s.files.items()), ""]
+        lines += [f"![{s.title}]({_rel(p, out_dir)})\n" for p in s.images]
+        lines += [f"- {n}" for n in s.notes] + ([""] if s.notes else [])
+        if s.markdown:
+            lines += [s.markdown, ""]
+    lines += ["## Cells not run", ""]
+    if missing:
+        lines += [f"{len(missing)} (dataset, variant, metric) cell(s) have no result yet:", ""]
+        lines += [f"- {m['dataset']} / {m['variant']} / {m['metric']}" for m in missing]
+    else:
+        lines.append("None: every expected cell has a result.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,150 @@
+"""Figures: critical-difference diagrams, parameter sweeps, timings on log axes and convergence curves.
+
+All figures use the seaborn "colorblind" palette and, for lines, distinct markers and dashes as well, so they stay
+readable in grey-scale print. Each figure is written as PDF (for the paper) and PNG (for the HTML page), atomically.
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from forestbench import stats  # noqa: E402
+from forestbench._io import atomic_path  # noqa: E402
+from forestbench.report.data import axis_values  # noqa: E402
+
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+PALETTE = "colorblind"
+_PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
+_PLAIN_MINOR = FuncFormatter(lambda v, _: f"{v:g}" if f"{v:.1e}"[0] in "25" else "")
+PNG_DPI = 150
+
+
+@contextlib.contextmanager
+def _style():
+    with sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=1.2), \
+            sns.color_palette(PALETTE), plt.rc_context({"pdf.fonttype": 42, "savefig.bbox": "tight"}):
+        yield
+
+
+def save_figure(fig, base: Path) -> list[Path]:
+    """Write ``base``.pdf and ``base``.png atomically and close the figure."""
+    written = []
+    try:
+        for fmt in ("pdf", "png"):
+            path = base.with_suffix(f".{fmt}")
+            with atomic_path(path) as tmp:
+                kwargs = {"dpi": PNG_DPI} if fmt == "png" else {}
+                fig.savefig(tmp, format=fmt, bbox_inches="tight", metadata=_metadata(fmt), **kwargs)
+            written.append(path)
+    finally:
+        plt.close(fig)
+    return written
+
+
+def _metadata(fmt: str) -> dict:
+    # fixed metadata keeps the files byte-stable between identical runs
+    if fmt == "pdf":
+        return {"CreationDate": None, "Producer": "forestbench"}
+    return {"Software": "forestbench"}
+
+
+def cd_diagram(matrix: pd.DataFrame, higher_is_better: bool, alpha: float = 0.05, title: str = ""):
+    """Critical-difference diagram (Demšar 2006) of a complete datasets x variants matrix.
+
+    Ranks: average ranks (1 = best). Bar: Nemenyi CD at ``alpha``. Cliques: groups whose Nemenyi p >= alpha, which
+    is the same as average ranks within one CD. Returns (figure, info dict with ranks, CD, Friedman test).
+    """
+    import scikit_posthocs as sp
+
+    n, k = matrix.shape
+    friedman = stats.friedman_test(matrix, higher_is_better)
+    cd = stats.nemenyi_critical_difference(k, n, alpha)
+    ranks = friedman.average_ranks
+    sig = stats.nemenyi_pvalues(matrix, higher_is_better)
+    with _style(), sns.axes_style("white"):
+        fig, ax = plt.subplots(figsize=(8, 1.6 + 0.32 * k))
+        colors = sns.color_palette(PALETTE, k)
+        sp.critical_difference_diagram(
+            ranks, sig, alpha=alpha, ax=ax, color_palette={str(v): colors[i] for i, v in enumerate(ranks.index)},
+            label_fmt_left="{label} ({rank:.2f})", label_fmt_right="({rank:.2f}) {label}",
+            crossbar_props={"color": "black", "linewidth": 2.5}, label_props={"fontsize": 10})
+        # the CD bar, drawn above the rank axis so that it clears the tick labels
+        low, high = ax.get_ylim()
+        x0 = float(ranks.min())
+        y_bar = 1.6
+        ax.plot([x0, x0 + cd], [y_bar, y_bar], color="black", linewidth=1.5, clip_on=False)
+        for xe in (x0, x0 + cd):
+            ax.plot([xe, xe], [y_bar - 0.15, y_bar + 0.15], color="black", linewidth=1.5, clip_on=False)
+        ax.text(x0 + cd / 2, y_bar + 0.25, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=10)
+        ax.set_ylim(low, max(high, y_bar + 1.0))
+        heading = f"{title}\n" if title else ""
+        ax.set_title(f"{heading}Friedman p = {friedman.p_value:.3g}, Nemenyi CD = {cd:.2f} "
+                     f"(α = {alpha}, k = {k}, N = {n})", fontsize=10, pad=4)
+    info = {"average_ranks": {str(k_): float(v) for k_, v in ranks.items()}, "critical_difference": cd,
+            "friedman_statistic": friedman.statistic, "friedman_p_value": friedman.p_value,
+            "iman_davenport": friedman.iman_davenport, "iman_davenport_p_value": friedman.iman_davenport_p_value,
+            "n_datasets": n, "n_methods": k, "alpha": alpha}
+    return fig, info
+
+
+def _facet_line_plot(data: pd.DataFrame, x: str, y: str, hue: str | None, ylabel: str, xlabel: str,
+                     logy: bool = False, logx: bool | None = None):
+    data = data.copy()
+    datasets = list(dict.fromkeys(data["dataset"]))          # panel and line orders: as first seen in the records
+    hue_levels = list(dict.fromkeys(data[hue])) if hue else None
+    data[x], numeric = axis_values(data[x])
+    if numeric:
+        data = data.sort_values(x, kind="stable")
+    col_wrap = min(4, len(datasets))
+    kw = {}
+    if hue:
+        kw = {"hue": hue, "style": hue, "hue_order": hue_levels, "style_order": hue_levels, "markers": True,
+              "dashes": True, "palette": sns.color_palette(PALETTE, len(hue_levels))}
+    with _style():
+        grid = sns.relplot(data=data, x=x, y=y, col="dataset", col_wrap=col_wrap, col_order=datasets, kind="line",
+                           errorbar="sd", err_style="bars", facet_kws={"sharey": False, "sharex": True},
+                           height=2.8, aspect=1.25, marker=None if hue else "o", **kw)
+        grid.set_axis_labels(xlabel, ylabel)
+        grid.set_titles("{col_name}")
+        if logy:
+            for ax in grid.axes.flat:
+                ax.set_yscale("log")
+                ax.yaxis.set_major_formatter(_PLAIN)
+                ax.yaxis.set_minor_formatter(_PLAIN_MINOR)
+        if logx is None:
+            vals = data[x].to_numpy(dtype=float) if numeric else np.array([])
+            logx = bool(numeric and len(vals) and np.all(vals > 0) and vals.max() / vals.min() >= 20)
+        if logx and numeric:
+            for ax in grid.axes.flat:
+                ax.set_xscale("log")
+                ax.xaxis.set_major_formatter(_PLAIN)
+    return grid.figure
+
+
+def sweep_plot(rows: pd.DataFrame, x: str, metric: str, hue: str | None):
+    """Mean ± std (over repeats) of ``metric`` against the swept parameter ``x``, one panel per dataset."""
+    return _facet_line_plot(rows, x, "value", hue, metric, _label(x))
+
+
+def timing_plot(rows: pd.DataFrame, x: str, time: str, hue: str | None):
+    """Mean ± std of a time column against ``x``, log time axis (log x too when ``x`` spans over a decade)."""
+    return _facet_line_plot(rows, x, time, hue, f"{_label(time)} (log scale)", _label(x), logy=True)
+
+
+def convergence_plot(rows: pd.DataFrame, metric: str, hue: str = "variant"):
+    """``metric`` against the boosting iteration / number of trees of staged predictions."""
+    return _facet_line_plot(rows, "step", "value", hue, metric, "boosting iteration / number of trees",
+                            logx=False)
+
+
+def _label(column: str) -> str:
+    return column[len("param."):] if column.startswith("param.") else column

@@ -1,0 +1,42 @@
+from libc.stdint cimport uint64_t
+from forestbench.tree._utils cimport intp_t, float32_t, float64_t
+from forestbench.tree._criterion cimport Criterion, LeafTargets
+from forestbench.tree._partitioner cimport Partitioner
+
+
+cdef struct SplitRecord:
+    intp_t feature
+    intp_t pos                   # samples[start:pos] go left; pos == end means "no split"
+    float64_t threshold
+    float64_t improvement
+    float64_t impurity_left
+    float64_t impurity_right
+    intp_t n_constant_features   # constants known for the children
+
+
+cdef class Splitter:
+    cdef object _keep
+    cdef Criterion criterion
+    cdef Partitioner partitioner
+    cdef LeafTargets leaf_targets
+    cdef intp_t* samples
+    cdef intp_t n_samples
+    cdef float32_t* Xf
+    cdef intp_t* features
+    cdef intp_t* constant_features
+    cdef intp_t n_features
+    cdef const float64_t* sample_weight
+    cdef float64_t weighted_n_samples
+    cdef intp_t max_features
+    cdef intp_t min_samples_leaf
+    cdef float64_t min_weight_leaf
+    cdef bint random_split
+    cdef uint64_t rng_state
+    cdef intp_t start, end
+
+    cdef void node_reset(self, intp_t start, intp_t end,
+                         float64_t* weighted_n_node_samples) noexcept nogil
+    cdef float64_t node_impurity(self) noexcept nogil
+    cdef void node_split(self, float64_t impurity, intp_t n_known_constants,
+                         SplitRecord* split) noexcept nogil
+    cdef void node_leaf_mean(self, intp_t start, intp_t end) noexcept nogil

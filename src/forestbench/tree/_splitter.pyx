@@ -1,0 +1,212 @@
+"""Best (CART) and random (Extra-Trees) node splitting.
+
+Feature sampling follows scikit-learn: features are drawn without
+replacement; a drawn feature found constant in the node does not count
+towards ``max_features`` (drawing continues, but at least one non-constant
+feature must have been evaluated once ``max_features`` draws are made);
+features known constant from an ancestor are skipped without evaluation.
+``features`` is kept as
+    [known constants not yet drawn | known constants drawn | new constants |
+     unvisited | visited non-constant]
+so that every draw is one uniform integer among the candidates.
+
+Best splitter: sort the node's values of the feature, sweep thresholds at the
+midpoints between consecutive distinct values (x <= threshold goes left).
+Random splitter: one threshold uniform in [min, max) of the node's values
+(set to min if it rounds to max), then partition and score.
+Both evaluate the proxy of the variance decrease and keep the strictly best
+candidate; the chosen split's exact impurities are computed at the end.
+"""
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
+from libc.math cimport INFINITY, fabs
+
+import numpy as np
+
+from forestbench.tree._utils cimport rand_int, rand_uniform, seed_state
+
+cdef float32_t FEATURE_THRESHOLD = 1e-7
+# A candidate replaces the current best only if its proxy is larger by this
+# relative margin. Rounding-level differences (sums accumulated in another
+# sample order, as happens between dense and CSC inputs or between weights and
+# duplicated rows) then cannot break exact ties: the first candidate visited
+# wins, and the visiting order does not depend on the input layout.
+cdef float64_t PROXY_RTOL = 1e-10
+
+
+cdef class Splitter:
+    def __cinit__(self, *args, **kwargs):
+        self.features = NULL
+        self.constant_features = NULL
+        self.Xf = NULL
+
+    def __init__(self, Criterion criterion, Partitioner partitioner, LeafTargets leaf_targets,
+                 samples, sample_weight, intp_t n_features, intp_t max_features,
+                 intp_t min_samples_leaf, float64_t min_weight_leaf, bint random_split,
+                 unsigned long long seed):
+        """``samples``: int array of the rows used (weight > 0); ``sample_weight``: float64
+        array over all rows, or None."""
+        cdef intp_t i
+        samples = np.ascontiguousarray(samples, dtype=np.intp).copy()
+        cdef intp_t[::1] sv = samples
+        cdef const float64_t[::1] wv
+        self.criterion = criterion
+        self.partitioner = partitioner
+        self.leaf_targets = leaf_targets
+        self.n_samples = samples.shape[0]
+        self.samples = &sv[0]
+        if sample_weight is not None:
+            sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
+            wv = sample_weight
+            self.sample_weight = &wv[0]
+            self.weighted_n_samples = float(sample_weight[samples].sum())
+        else:
+            self.sample_weight = NULL
+            self.weighted_n_samples = float(self.n_samples)
+        self._keep = (samples, sample_weight)
+        self.n_features = n_features
+        self.features = <intp_t*> malloc(n_features * sizeof(intp_t))
+        self.constant_features = <intp_t*> malloc(n_features * sizeof(intp_t))
+        self.Xf = <float32_t*> malloc(self.n_samples * sizeof(float32_t))
+        if self.features == NULL or self.constant_features == NULL or self.Xf == NULL:
+            raise MemoryError()
+        for i in range(n_features):
+            self.features[i] = i
+        self.max_features = max_features
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_leaf = min_weight_leaf
+        self.random_split = random_split
+        self.rng_state = seed_state(seed)
+        criterion.set_samples(self.samples, self.sample_weight, self.weighted_n_samples)
+        partitioner.set_buffers(self.samples, self.Xf, self.n_samples)
+
+    def __dealloc__(self):
+        free(self.features)
+        free(self.constant_features)
+        free(self.Xf)
+
+    cdef void node_reset(self, intp_t start, intp_t end,
+                         float64_t* weighted_n_node_samples) noexcept nogil:
+        self.start = start
+        self.end = end
+        self.criterion.init_node(start, end)
+        self.partitioner.init_node(start, end)
+        weighted_n_node_samples[0] = self.criterion.weighted_n_node_samples
+
+    cdef float64_t node_impurity(self) noexcept nogil:
+        return self.criterion.node_impurity()
+
+    cdef void node_leaf_mean(self, intp_t start, intp_t end) noexcept nogil:
+        self.leaf_targets.node_mean(self.samples, self.sample_weight, start, end)
+
+    cdef void node_split(self, float64_t impurity, intp_t n_known_constants,
+                         SplitRecord* split) noexcept nogil:
+        cdef intp_t start = self.start, end = self.end
+        cdef intp_t* features = self.features
+        cdef float32_t* Xf = self.Xf
+        cdef intp_t msl = self.min_samples_leaf
+        cdef float64_t mwl = self.min_weight_leaf
+        cdef intp_t f_i = self.n_features, f_j, tmp, feature
+        cdef intp_t n_visited = 0, n_found_constants = 0, n_drawn_constants = 0
+        cdef intp_t n_total_constants = n_known_constants
+        cdef intp_t p, p_prev, pos
+        cdef float64_t best_proxy = -INFINITY, proxy, threshold, best_threshold = 0.0
+        cdef intp_t best_feature = 0, best_pos = end
+        cdef float32_t min_value, max_value
+
+        while (f_i > n_total_constants and
+               (n_visited < self.max_features or
+                n_visited <= n_found_constants + n_drawn_constants)):
+            n_visited += 1
+            f_j = rand_int(n_drawn_constants, f_i - n_found_constants, &self.rng_state)
+            if f_j < n_known_constants:
+                # constant in an ancestor: skip, it moves to the drawn-constants block
+                tmp = features[n_drawn_constants]
+                features[n_drawn_constants] = features[f_j]
+                features[f_j] = tmp
+                n_drawn_constants += 1
+                continue
+            f_j += n_found_constants
+            feature = features[f_j]
+
+            if not self.random_split:
+                self.partitioner.sort_feature(feature)
+                if Xf[end - 1] <= Xf[start] + FEATURE_THRESHOLD:
+                    features[f_j] = features[n_total_constants]
+                    features[n_total_constants] = feature
+                    n_found_constants += 1
+                    n_total_constants += 1
+                    continue
+                f_i -= 1
+                features[f_j] = features[f_i]
+                features[f_i] = feature
+
+                self.criterion.reset()
+                p = start
+                while p < end:
+                    self.partitioner.next_p(&p_prev, &p)
+                    if p >= end:
+                        break
+                    if p - start < msl or end - p < msl:
+                        continue
+                    self.criterion.update(p)
+                    if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
+                        continue
+                    proxy = self.criterion.proxy_impurity_improvement()
+                    if best_pos == end or proxy > best_proxy + PROXY_RTOL * fabs(best_proxy):
+                        best_proxy = proxy
+                        best_pos = p
+                        best_feature = feature
+                        threshold = Xf[p_prev] / 2.0 + Xf[p] / 2.0
+                        if threshold == Xf[p] or threshold == INFINITY or threshold == -INFINITY:
+                            threshold = Xf[p_prev]
+                        best_threshold = threshold
+            else:
+                self.partitioner.find_min_max(feature, &min_value, &max_value)
+                if max_value <= min_value + FEATURE_THRESHOLD:
+                    features[f_j] = features[n_total_constants]
+                    features[n_total_constants] = feature
+                    n_found_constants += 1
+                    n_total_constants += 1
+                    continue
+                f_i -= 1
+                features[f_j] = features[f_i]
+                features[f_i] = feature
+
+                threshold = rand_uniform(min_value, max_value, &self.rng_state)
+                if threshold == max_value:
+                    threshold = min_value
+                pos = self.partitioner.partition_samples(threshold)
+                if pos - start < msl or end - pos < msl:
+                    continue
+                self.criterion.reset()
+                self.criterion.update(pos)
+                if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
+                    continue
+                proxy = self.criterion.proxy_impurity_improvement()
+                if best_pos == end or proxy > best_proxy + PROXY_RTOL * fabs(best_proxy):
+                    best_proxy = proxy
+                    best_pos = pos
+                    best_feature = feature
+                    best_threshold = threshold
+
+        split.pos = best_pos
+        split.feature = best_feature
+        split.threshold = best_threshold
+        split.improvement = -INFINITY
+        split.impurity_left = INFINITY
+        split.impurity_right = INFINITY
+        if best_pos < end:
+            self.partitioner.partition_final(best_feature, best_threshold)
+            self.criterion.reset()
+            self.criterion.update(best_pos)
+            self.criterion.children_impurity(&split.impurity_left, &split.impurity_right)
+            split.improvement = self.criterion.impurity_improvement(
+                impurity, split.impurity_left, split.impurity_right)
+
+        # ancestors' constants keep their order at the front for siblings and
+        # descendants; the constants found here are appended for the children
+        memcpy(features, self.constant_features, n_known_constants * sizeof(intp_t))
+        memcpy(self.constant_features + n_known_constants, features + n_known_constants,
+               n_found_constants * sizeof(intp_t))
+        split.n_constant_features = n_total_constants

@@ -1,0 +1,30 @@
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def workflow_dir(tmp_path) -> Path:
+    """A scratch copy of the workflow (Snakefile, rules, schemas, config) in which Snakemake can run."""
+    for name in ("Snakefile", "workflow", "config", "envs"):
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    return tmp_path
+
+
+@pytest.fixture
+def snakemake_env() -> dict:
+    """Environment whose `python` is the interpreter running the tests (the rules call `python -m forestbench`)."""
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env

@@ -1,0 +1,149 @@
+"""Our numbers beside the published ones."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forestbench.errors import ConfigError
+from forestbench.report import reproduction
+from forestbench.report.data import load_scores, summarise
+
+from report_fixtures import EXPERIMENT_CFG, MISSING, OFF_CELL, REFERENCE_DIR, thesis_lrap_scores
+
+
+def test_compare_statuses_and_std_units(scores_csv):
+    summary = summarise(load_scores(scores_csv, "table_5_1"), "lrap")
+    rep = reproduction.compare(summary, EXPERIMENT_CFG["reference"], REFERENCE_DIR, "table_5_1")
+    frame = rep.frame.set_index(["dataset", "variant"])
+    assert len(frame) == 24 * 4  # every published cell of the four methods
+    off = frame.loc[OFF_CELL]
+    assert off["status"] == reproduction.STATUS_OUT
+    assert off["difference_in_std"] == pytest.approx(10.0)
+    assert off["paper_printed"] == "0.875 ± 0.007"
+    ok = frame.loc[("yeast", "rf")]
+    assert ok["status"] == reproduction.STATUS_OK and abs(ok["difference"]) < 1e-12
+    for cell in MISSING:
+        assert frame.loc[cell, "status"] == reproduction.STATUS_NOT_RUN
+    assert frame.loc[("bibtex", "rf"), "status"] == reproduction.STATUS_NOT_RUN
+    counts = rep.counts()
+    assert counts == {"cells": 96, "run": 22, "within_tolerance": 21, "out_of_tolerance": 1, "not_run": 74,
+                      "no_published_std": 0, "no_published_value": 0}
+    md = rep.to_markdown()
+    assert "OUT OF TOLERANCE" in md and "- medical / rf-gaussian-q1" in md and "Cells not yet run (74)" in md
+
+
+def test_tolerance_is_configurable(scores_csv):
+    summary = summarise(load_scores(scores_csv, "table_5_1"), "lrap")
+    cfg = dict(EXPERIMENT_CFG["reference"], tolerance_std=12.0)
+    rep = reproduction.compare(summary, cfg, REFERENCE_DIR, "table_5_1")
+    assert rep.counts()["out_of_tolerance"] == 0
+
+
+def test_no_published_std_reported_in_raw_units():
+    # thesis Table 6.3 prints no std for half_macro_r2
+    summary = pd.DataFrame({"dataset": ["friedman1_chain"], "variant": ["mort"], "mean": [0.627], "std": [0.01],
+                            "n": [5]})
+    cfg = {"table": "thesis_table_6_3", "metric": "half_macro_r2", "methods": {"mort": "gbmort"}}
+    rep = reproduction.compare(summary, cfg, REFERENCE_DIR, "t63")
+    row = rep.frame.set_index(["dataset", "variant"]).loc[("friedman1_chain", "mort")]
+    assert row["status"] == reproduction.STATUS_NO_STD
+    assert row["difference"] == pytest.approx(0.627 - 0.617)
+    assert np.isnan(row["difference_in_std"])
+    assert any("no std" in n for n in rep.notes)
+    judged = reproduction.compare(summary, dict(cfg, tolerance_abs=0.005), REFERENCE_DIR, "t63")
+    assert judged.frame.set_index(["dataset", "variant"]).loc[("friedman1_chain", "mort"), "status"] == \
+        reproduction.STATUS_OUT
+
+
+def test_dataset_mapping_and_mean_rows():
+    summary = pd.DataFrame({"dataset": ["wq"], "variant": ["xte"], "mean": [0.9], "std": [np.nan], "n": [1]})
+    cfg = {"table": "dte_table_4", "metric": "arrmse", "methods": {"xte": "x_te"},
+           "datasets": {"wq": "water_quality"}, "tolerance_abs": 0.5}
+    rep = reproduction.compare(summary, cfg, REFERENCE_DIR, "dte4")
+    frame = rep.frame
+    assert "mean" not in set(frame["dataset_id"])
+    assert any("'mean'" in n for n in rep.notes)
+    row = frame[frame["dataset"] == "wq"].iloc[0]
+    assert row["dataset_id"] == "water_quality" and row["status"] == reproduction.STATUS_OK
+
+
+@pytest.mark.parametrize("cfg,match", [
+    ({"table": "no_such_table", "metric": "lrap", "methods": {"a": "rf"}}, "does not exist"),
+    ({"table": "thesis_table_5_1", "metric": "nope", "methods": {"a": "rf"}}, "metric 'nope'"),
+    ({"table": "thesis_table_5_1", "metric": "lrap", "methods": {"a": "zzz"}}, "zzz"),
+    ({"table": "thesis_table_5_1", "metric": "lrap"}, "missing key 'methods'"),
+    ({"table": "thesis_table_6_7", "metric": "lrap", "methods": {"a": "rf"}}, "not a results table"),
+])
+def test_bad_reference_config(cfg, match):
+    empty = pd.DataFrame(columns=["dataset", "variant", "mean", "std", "n"])
+    with pytest.raises(ConfigError, match=match):
+        reproduction.compare(empty, cfg, REFERENCE_DIR, "x")
+
+
+def test_reference_copy_is_complete_and_unchanged():
+    import os
+    from pathlib import Path
+    shared = Path(os.environ.get("FORESTBENCH_SHARED_REFERENCE", "/work/shared/reference"))
+    ours = sorted(p.name for p in REFERENCE_DIR.iterdir())
+    assert len([n for n in ours if n.endswith(".csv")]) == 34 and "README.md" in ours
+    if shared.is_dir():  # the read-only source exists on the development machine only
+        assert sorted(p.name for p in shared.iterdir()) == ours
+        for name in ours:
+            assert (shared / name).read_bytes() == (REFERENCE_DIR / name).read_bytes(), name
+
+
+def test_compare_cd_figure_6_7():
+    scores = thesis_lrap_scores()
+    ids = sorted(set(scores["variant"]))
+    cfg = {"table": "thesis_figure_6_7_cd", "metric": "lrap", "methods": {i: i for i in ids}}
+    rep = reproduction.compare_any(scores, cfg, REFERENCE_DIR, "fig67")
+    frame = rep.frame.set_index("item")
+    assert (frame["status"] == reproduction.STATUS_OK).all(), frame
+    assert frame.loc["critical difference", "ours"] == pytest.approx(2.291, abs=1e-3)
+    assert frame.loc["Friedman p", "ours"] == pytest.approx(4.7e-11, rel=0.03)
+    assert frame.loc["gbrt_relabel_rpo_gaussian", "difference"] == pytest.approx(0, abs=1e-4)
+    assert rep.counts() == {"cells": 10, "run": 10, "agree": 10, "disagree": 0, "not_run": 0}
+    # a sub-set of the methods: flagged as not comparable
+    partial = reproduction.compare_any(scores, dict(cfg, methods={"gbmort": "gbmort", "mo_rf": "mo_rf"}),
+                                       REFERENCE_DIR, "fig67")
+    assert any("not comparable" in n for n in partial.notes)
+    # nothing run: every published number is listed as not run
+    empty = reproduction.compare_any(scores.iloc[:0], cfg, REFERENCE_DIR, "fig67")
+    assert empty.counts()["not_run"] == 10
+
+
+def test_compare_wilcoxon_table_6_7():
+    scores = thesis_lrap_scores()
+    ids = sorted(set(scores["variant"]))
+    cfg = {"table": "thesis_table_6_7", "metric": "lrap", "methods": {i: i for i in ids}}
+    rep = reproduction.compare_any(scores, cfg, REFERENCE_DIR, "t67")
+    assert len(rep.frame) == 56  # both triangles of the 8 x 8 matrix, as printed
+    c = rep.counts()
+    # the paper tested unrounded scores, yet every sign notation is reproduced from the printed means
+    assert c["run"] == 56 and c["agree"] == 56
+    row = rep.frame[(rep.frame.row_variant == "br_gbrt") & (rep.frame.col_variant == "gbrt_relabel_rpo_gaussian")]
+    assert row.iloc[0]["paper_sign"] == "<" and row.iloc[0]["ours_sign"] == "<"
+    assert "✓ ok" in rep.to_markdown() and "DISAGREES" not in rep.to_markdown()
+
+
+def test_compare_ttest_table_6_2_blocks_per_dataset():
+    rng = np.random.default_rng(0)
+    methods = ["artificial_gbrt", "st_gbrt", "gbmort", "gbrt_relabel_rpo_subsampled", "gbrt_rpo_subsampled"]
+    rows = []
+    for d in ("friedman1_chain", "friedman1_group"):
+        for i, m in enumerate(methods):
+            for r in range(5):
+                rows.append({"experiment": "e", "dataset": d, "method": m, "variant": m, "repeat": r,
+                             "metric": "macro_r2", "value": 0.8 - 0.02 * i + 0.001 * rng.standard_normal(),
+                             "higher_is_better": True, "step": np.nan})
+    cfg = {"table": "thesis_table_6_2", "metric": "macro_r2", "methods": {m: m for m in methods}}
+    rep = reproduction.compare_any(pd.DataFrame(rows), cfg, REFERENCE_DIR, "t62")
+    frame = rep.frame
+    assert set(frame.loc[frame.status != reproduction.STATUS_NOT_RUN, "block"]) == {"friedman1_chain",
+                                                                                       "friedman1_group"}
+    assert (frame.loc[frame.block == "friedman1_ind", "status"] == reproduction.STATUS_NOT_RUN).all()
+    # our generated means fall in method order: artificial > st, and the row reading is kept
+    first = frame[(frame.block == "friedman1_chain") & (frame.row_variant == "artificial_gbrt")
+                  & (frame.col_variant == "st_gbrt")].iloc[0]
+    assert first["ours_sign"] == ">" and first["paper_sign"] == ">" and first["status"] == reproduction.STATUS_OK

@@ -1,0 +1,84 @@
+import pytest
+import yaml
+
+from forestbench.errors import ConfigError
+from forestbench.experiments import Plan, expand_variants, load_plan
+
+
+def _config(**experiment):
+    exp = {"datasets": ["yeast"], "protocol": "demo", "metrics": ["lrap"],
+           "methods": [{"name": "rf", "method": "sklearn_random_forest", "params": {"n_estimators": 5}}]}
+    exp.update(experiment)
+    return {"experiments": {"e": exp}}
+
+
+def test_default_configs_validate_and_expand(repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    plan = load_plan(["config/config.yaml"])
+    assert plan.jobs(), "the default suite has jobs"
+    for name, exp in plan.experiments.items():
+        assert exp.datasets and exp.variants
+
+
+def test_unknown_key_is_named(repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    cfg = _config(metricz=["lrap"])
+    with pytest.raises(ConfigError, match=r"experiments\.e: unknown key\(s\) 'metricz'"):
+        Plan(cfg, source="my.yaml")
+    cfg = _config()
+    cfg["experiments"]["e"]["methods"][0]["paramz"] = {}
+    with pytest.raises(ConfigError, match=r"my.yaml: experiments\.e\.methods\.0: unknown key\(s\) 'paramz'"):
+        Plan(cfg, source="my.yaml")
+
+
+def test_bad_references_are_named(repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    with pytest.raises(ConfigError, match="dataset 'yeastt' is not in the registry"):
+        Plan(_config(datasets=["yeastt"]))
+    with pytest.raises(ConfigError, match="dataset yeast: no protocol 'nope'"):
+        Plan(_config(protocol="nope"))
+    with pytest.raises(ConfigError, match="unknown method 'rff'"):
+        Plan(_config(methods=[{"method": "rff"}]))
+
+
+def test_grid_expansion_names_and_select(repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    variants = expand_variants("e", [{"name": "rf-q{n_components}", "method": "sklearn_random_forest",
+                                      "params": {"n_estimators": 3}, "grid": {"n_components": [1, "ln_d", 1.0]}}])
+    assert [v.name for v in variants] == ["rf-q1", "rf-qln_d", "rf-q1.0"]
+    assert variants[1].params == {"n_estimators": 3, "n_components": "ln_d"}
+    auto = expand_variants("e", [{"method": "sklearn_random_forest", "grid": {"max_depth": [2, 3]}}])
+    assert [v.name for v in auto] == ["sklearn_random_forest-max_depth=2", "sklearn_random_forest-max_depth=3"]
+    with pytest.raises(ConfigError, match="both named 'x'"):
+        expand_variants("e", [{"name": "x", "method": "sklearn_random_forest"}] * 2)
+    cfg = _config(datasets=["yeast", "sf2"], metrics=["lrap"])
+    cfg["select"] = {"datasets": ["yeast"]}
+    cfg["max_repeats"] = 2
+    plan = Plan(cfg)
+    assert {(j.dataset, j.repeat) for j in plan.jobs()} == {("yeast", 0), ("yeast", 1)}
+
+
+def test_seeds_are_deterministic_and_shared_across_variants(repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    cfg = _config(methods=[{"name": "a", "method": "sklearn_random_forest"},
+                           {"name": "b", "method": "sklearn_extra_trees"}])
+    jobs = Plan(cfg).jobs()
+    specs = [Plan(cfg).run_spec(j) for j in jobs]
+    by = {(s["variant"], s["repeat"]): s["seed"] for s in specs}
+    assert by[("a", 0)] == by[("b", 0)] != by[("a", 1)]
+    assert specs == [Plan(cfg).run_spec(j) for j in jobs]
+
+
+def test_planned_methods_are_skipped_and_reported(repo_root, monkeypatch):
+    from forestbench import methods
+
+    monkeypatch.chdir(repo_root)
+    monkeypatch.setitem(methods.PLANNED, "future_boosting", "a later issue")
+    cfg = _config(methods=[{"name": "rf", "method": "sklearn_random_forest"},
+                           {"name": "gb", "method": "future_boosting"}])
+    plan = Plan(cfg)
+    assert {j.variant for j in plan.jobs()} == {"rf"}
+    assert plan.experiments["e"].pending == {"gb": "method 'future_boosting' is not implemented yet (a later issue)"}
+    assert any("variant gb is skipped" in line for line in plan.describe())
+    with pytest.raises(ConfigError, match="planned but not implemented yet"):
+        methods.get_method("future_boosting")

@@ -1,0 +1,86 @@
+"""End to end: the Snakemake workflow on a tiny configuration in a scratch directory."""
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.e2e
+
+TINY = {
+    "datasets_registry": "config/datasets.yaml",
+    "seed": 0,
+    "experiments": {
+        "tiny_ml": {"datasets": ["yeast"], "protocol": "demo", "metrics": ["lrap", "coverage_error"],
+                    "max_repeats": 2,
+                    "methods": [{"name": "rf", "method": "sklearn_random_forest",
+                                 "params": {"n_estimators": 4, "max_features": "sqrt"}}]},
+        "tiny_reg": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"], "max_repeats": 2,
+                     "methods": [{"name": "rf-d{max_depth}", "method": "sklearn_random_forest",
+                                  "params": {"n_estimators": 4}, "grid": {"max_depth": [2, 4]}}]},
+    },
+}
+
+
+def snakemake(workdir: Path, env, *args, timeout=300):
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "tiny.yaml", *args]
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def jobs_planned(output: str, rule: str) -> int:
+    match = re.search(rf"^{rule}\s+(\d+)\s*$", output, flags=re.M)
+    return int(match.group(1)) if match else 0
+
+
+def test_workflow_runs_then_is_up_to_date_then_reruns_one_job(workflow_dir, snakemake_env):
+    (workflow_dir / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    first = snakemake(workflow_dir, snakemake_env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    records = sorted((workflow_dir / "results" / "runs").rglob("repeat-*.json"))
+    assert len(records) == 2 + 4
+    for name in ("tiny_ml", "tiny_reg"):
+        assert (workflow_dir / "results" / name / "scores.csv").exists()
+        assert (workflow_dir / "results" / name / "report" / "manifest.json").exists()
+    assert (workflow_dir / "results" / "report" / "index.html").exists()
+
+    second = snakemake(workflow_dir, snakemake_env)
+    assert second.returncode == 0 and "Nothing to be done" in second.stdout + second.stderr
+
+    victim = workflow_dir / "results/runs/tiny_reg/linnerud/rf-d4/repeat-1.json"
+    victim.unlink()
+    dry = snakemake(workflow_dir, snakemake_env, "-n")
+    out = dry.stdout + dry.stderr
+    assert jobs_planned(out, "fit") == 1 and jobs_planned(out, "prepare") == 0 and jobs_planned(out, "split") == 0
+    assert jobs_planned(out, "collect") == 1  # only the affected experiment is collected again
+    third = snakemake(workflow_dir, snakemake_env)
+    assert third.returncode == 0 and victim.exists()
+
+
+def test_unknown_config_key_fails_naming_it(workflow_dir, snakemake_env):
+    bad = {**TINY, "experimentz": {}}
+    (workflow_dir / "tiny.yaml").write_text(yaml.safe_dump(bad))
+    proc = snakemake(workflow_dir, snakemake_env, "-n")
+    assert proc.returncode != 0 and "experimentz" in proc.stdout + proc.stderr
+    assert not (workflow_dir / "results").exists()
+
+
+def test_lint_is_clean(repo_root, snakemake_env):
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=repo_root, env=snakemake_env,
+                          capture_output=True, text=True, timeout=120)
+    assert "Congratulations" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+
+
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/thesis.yaml"])
+def test_dry_run_builds_the_dag_quickly(repo_root, snakemake_env, configfile, tmp_path):
+    if not (repo_root / configfile).exists():
+        pytest.fail(f"{configfile} is missing")
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--quiet", "--configfile", configfile,
+                           "--directory", str(repo_root)], cwd=repo_root, env=snakemake_env,
+                          capture_output=True, text=True, timeout=300)
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert elapsed < 30, f"dry run took {elapsed:.1f} s"
