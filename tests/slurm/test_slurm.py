@@ -47,6 +47,8 @@ def _copy_workflow(dest: Path) -> Path:
     shutil.copy(REPO / "Snakefile", dest / "Snakefile")
     shutil.copytree(REPO / "workflow", dest / "workflow")
     shutil.copytree(REPO / "config", dest / "config")
+    if (REPO / "envs").is_dir():
+        shutil.copytree(REPO / "envs", dest / "envs")
     shutil.copy(HERE / "tiny.yaml", dest / "config" / "config.yaml")
     return dest
 
