@@ -46,7 +46,8 @@ def test_job_counts_follow_the_expansion(tmp_path):
     plan = _plan()
     report = make_plan(plan, results=tmp_path)
     # linnerud demo: 5 folds, sf2 demo: 3 folds; experiment a has 2 variants, b has 1
-    assert report.jobs == {"prepare": 2, "split": 2, "fit": 2 * (5 + 3) + 5, "collect": 2, "summary": 2}
+    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "fit": 2 * (5 + 3) + 5, "collect": 2,
+                           "report_experiment": 2, "report_index": 1}
     assert report.jobs["fit"] == len(plan.jobs())
     chunked = make_plan(plan, results=tmp_path, chunk=4)
     assert chunked.slurm_jobs["fit"] == math.ceil(16 / 4) + math.ceil(5 / 4)
@@ -55,7 +56,8 @@ def test_job_counts_follow_the_expansion(tmp_path):
 
 def test_max_repeats_and_select_reduce_the_plan(tmp_path):
     report = make_plan(_plan(max_repeats=2, select={"experiments": ["a"]}), results=tmp_path)
-    assert report.jobs == {"prepare": 2, "split": 2, "fit": 2 * 2 * 2, "collect": 1, "summary": 1}
+    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "fit": 2 * 2 * 2, "collect": 1,
+                           "report_experiment": 1, "report_index": 1}
 
 
 def test_model_estimate_without_records(tmp_path):
@@ -65,7 +67,7 @@ def test_model_estimate_without_records(tmp_path):
     expected = R.job_seconds(20, 3, 3, 10, threads=2, max_features=3)
     assert v.wall_s == pytest.approx(expected)
     assert v.core_hours == pytest.approx(5 * 2 * expected / 3600)
-    other = (2 + 2 + 2 + 2) * R.STARTUP_S / 3600
+    other = (2 + 2 + 2 + 2 + 1) * R.STARTUP_S / 3600
     assert report.core_hours == pytest.approx(sum(x.core_hours for x in report.variants) + other)
     assert v.mem_mb == R.fit_requests({"n": 20, "p": 3, "d": 3}, {"n_estimators": 10})["mem_mb"]
 
@@ -111,24 +113,43 @@ def test_merge_config_is_recursive_like_snakemake(tmp_path):
     base.write_text("seed: 1\nexperiments:\n  one: {x: 1}\n")
     more = tmp_path / "more.yaml"
     more.write_text("seed: 2\nexperiments:\n  two: {x: 2}\n")
+    # as the Snakefile: --configfile replaces the default configuration, several of them merge
     config, source = load_config([more], base)
+    assert config == {"seed": 2, "experiments": {"two": {"x": 2}}} and source == str(more)
+    config, source = load_config([base, more], "unused.yaml")
     assert config == {"seed": 2, "experiments": {"one": {"x": 1}, "two": {"x": 2}}}
-    assert str(base) in source and str(more) in source
+    config, source = load_config([], base)
+    assert config == {"seed": 1, "experiments": {"one": {"x": 1}}} and source == str(base)
 
 
 def test_cli_prints_table_and_json(tmp_path, capsys):
     cfg = tmp_path / "c.yaml"
     import yaml
     cfg.write_text(yaml.safe_dump(_config()))
-    assert main(["plan", "--no-base", "--configfile", str(cfg), "--results", str(tmp_path), "--chunk", "4"]) == 0
+    assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--chunk", "4"]) == 0
     out = capsys.readouterr().out
     assert "fit" in out and "21  (6 SLURM job(s))" in out and "Core-hours" in out and "model" in out
-    assert main(["plan", "--no-base", "--configfile", str(cfg), "--results", str(tmp_path), "--json"]) == 0
+    assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["jobs"]["fit"] == 21 and data["core_hours"] > 0
     assert len(data["variants"]) == 5
 
 
 def test_cli_reports_a_missing_configfile(tmp_path, capsys):
-    assert main(["plan", "--no-base", "--configfile", str(tmp_path / "nope.yaml")]) == 2
+    assert main(["plan", "--configfile", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml" in capsys.readouterr().err
+
+
+def test_downloaded_datasets_count_their_raw_files(tmp_path):
+    from forestbench.datasets.download import remote_files
+    from forestbench.datasets.registry import get_entry
+
+    config = _config()
+    config["experiments"] = {"m": {"datasets": ["emotions", "yeast"], "protocol": "standard", "metrics": ["lrap"],
+                                   "methods": [{"name": "rf", "method": "sklearn_random_forest"}]}}
+    plan = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas")
+    report = make_plan(plan, results=tmp_path)
+    n_files = len(remote_files(get_entry(plan.registry, "emotions")))
+    assert n_files >= 2  # train and test ARFF files at least
+    assert report.jobs["fetch"] == n_files  # yeast is embedded: nothing to fetch
+    assert report.jobs["prepare"] == 2

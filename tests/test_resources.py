@@ -1,6 +1,7 @@
 """Resource models: invariants (monotone in size, linear in attempt, caps), closed forms, and a scikit-learn oracle
 for the forest memory bound."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -167,3 +168,53 @@ def test_data_requests_and_thread_environment():
     assert R.thread_environment(2) == {"OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
     with pytest.raises(ValueError):
         R.thread_environment(0)
+
+
+def test_output_projections_shrink_the_split_search_not_the_leaves():
+    shape = {"n": 16105, "p": 500, "d": 983}
+    plain = {"n_estimators": 100, "max_features": "sqrt"}
+    projected = dict(plain, output_projection="gaussian", n_components="ln_d")
+    assert R.split_outputs(plain, 983) == 983
+    assert R.split_outputs(projected, 983) == 7  # floor(0.5 + ln 983)
+    assert R.split_outputs(dict(plain, output_projection="gaussian", n_components=50), 983) == 50
+    assert R.split_outputs(dict(plain, output_projection="gaussian", n_components="bogus"), 983) == 983
+    a, b = R.fit_requests(shape, plain), R.fit_requests(shape, projected)
+    assert b["runtime"] < a["runtime"]
+    assert b["mem_mb"] == a["mem_mb"]
+    assert b["runtime"] == R.runtime_min(16105, 500, 7, 100, max_features=22)
+
+
+def test_depth_and_leaf_caps_bound_nodes_and_levels_like_sklearn_stumps():
+    from sklearn.tree import DecisionTreeRegressor
+
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(500, 4)), rng.normal(size=500)
+    for kwargs in ({"max_depth": 1}, {"max_depth": 3}, {"max_leaf_nodes": 2}, {"max_leaf_nodes": 9}, {}):
+        tree = DecisionTreeRegressor(random_state=0, **kwargs).fit(X, y).tree_
+        bound = R.tree_nodes(500, max_depth=kwargs.get("max_depth"), max_leaf_nodes=kwargs.get("max_leaf_nodes"))
+        assert tree.node_count <= bound, kwargs
+        assert tree.max_depth <= math.ceil(R.tree_levels(500, kwargs.get("max_depth"),
+                                                         kwargs.get("max_leaf_nodes"))) or not kwargs
+    assert R.tree_nodes(500, max_depth=1) == 3 and R.tree_nodes(500, max_leaf_nodes=2) == 3
+    assert R.tree_levels(1024) == 10 and R.tree_levels(1024, max_depth=1) == 1
+    # 10000 boosting stumps cost as much as ~1000 fully grown levels, not 10000 x log2 n
+    assert R.fit_seconds(300, 10, 16, 10_000, max_leaf_nodes=2) == pytest.approx(
+        R.fit_seconds(300, 10, 16, 10_000) / math.log2(300))
+
+
+def test_sparse_entries_of_the_registry():
+    from forestbench.datasets.registry import load_registry
+
+    registry = load_registry(Path(__file__).resolve().parents[1] / "config" / "datasets.yaml")
+    assert R.is_sparse_entry(registry["news20_binary"])      # svmlight, 1.35M features
+    assert R.is_sparse_entry(registry["synthetic_sparse"])   # sparse generator
+    assert not R.is_sparse_entry(registry["yeast"])
+    assert not R.is_sparse_entry(registry["linnerud"])
+    assert not R.is_sparse_entry(None)
+    assert R.is_sparse_entry({"shape": {"n": 100_000, "p": 100_000, "d": 1}})  # 80 GB dense: kept sparse
+    # unknown density: 1% of p, at most DEFAULT_SPARSE_ROW_NNZ per row
+    assert R.stored_per_row(1000, True) == 10
+    assert R.stored_per_row(1_355_191, True) == R.DEFAULT_SPARSE_ROW_NNZ
+    news = R.fit_requests(registry["news20_binary"]["shape"], {"max_depth": 1, "max_features": None},
+                          sparse=True)
+    assert news["mem_mb"] < 4000 and news["runtime"] < 60

@@ -1,9 +1,11 @@
 """``python -m forestbench plan``: how many jobs a configuration makes, and how many core-hours they will take.
 
-Jobs are counted per workflow rule from the experiments expansion (``forestbench.experiments``), exactly as the
-Snakefile derives them: one ``prepare`` per dataset, one ``split`` per (dataset, protocol), one ``fit`` per
-(experiment, dataset, variant, repeat), one ``collect`` and one ``summary`` per experiment. With ``--chunk N`` (the
-SLURM profile's ``group-components: fit=N``) the fits travel in ceil(fits / N) SLURM jobs per experiment.
+Jobs are counted per workflow rule from the experiments expansion (``forestbench.experiments``), as the Snakefile
+derives them: one ``fetch`` per raw file of a downloaded dataset, one ``prepare`` per dataset, one ``split`` per
+(dataset, protocol), one ``fit`` per (experiment, dataset, runnable variant, repeat), one ``collect`` and one
+``report_experiment`` per experiment with fits, and one ``report_index``. This counts everything a fresh run does;
+Snakemake skips what is already up to date. With ``--chunk N`` (the SLURM profile's
+``group-components: fit_{experiment}=N``) the fits of an experiment travel in ceil(fits / N) SLURM jobs.
 
 Core-hours of a fit are ``threads x wall``; the wall time of a (experiment, dataset, variant) comes from, in order:
 
@@ -13,11 +15,12 @@ Core-hours of a fit are ``threads x wall``; the wall time of a (experiment, data
 3. ``model``: the stated cost model of ``forestbench.resources`` (``job_seconds``) from the registry shape and the
    variant's ``n_estimators`` / ``max_features``.
 
-Each data, collect and summary job is charged one start-up of one core. The requested SLURM resources (memory and
+Each other job (fetch, prepare, split, collect, reports) is charged one start-up of one core. The requested SLURM resources (memory and
 time limit of attempt 1, from ``forestbench.resources``) are listed too, so that an allocation can be sized.
 
-Configuration files merge the way Snakemake merges them: the Snakefile's ``config/config.yaml`` first (``--base``),
-then every ``--configfile`` in order, nested mappings key by key.
+Configuration files are read as the Snakefile reads them: ``--configfile`` files replace the default
+``config/config.yaml`` (``--base``), and several ``--configfile`` merge in order, nested mappings key by key (as
+Snakemake merges them); without ``--configfile`` the default is planned.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ from forestbench import resources as res
 from forestbench.errors import DataError
 
 DEFAULT_BASE = "config/config.yaml"
-RULES = ("prepare", "split", "fit", "collect", "summary")
+RULES = ("fetch", "prepare", "split", "fit", "collect", "report_experiment", "report_index")
 
 
 def merge_config(base: dict, update: dict) -> dict:
@@ -47,9 +50,10 @@ def merge_config(base: dict, update: dict) -> dict:
 
 
 def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE) -> tuple[dict, str]:
+    """The configuration Snakemake would run with: the ``configfiles`` merged in order, else ``base`` alone."""
     from forestbench.validation import load_yaml
 
-    files = ([Path(base)] if base else []) + [Path(f) for f in configfiles]
+    files = [Path(f) for f in configfiles] or ([Path(base)] if base else [])
     config: dict = {}
     for path in files:
         config = merge_config(config, load_yaml(path) or {})
@@ -122,11 +126,21 @@ def read_timings(results: str | Path) -> dict[tuple[str, str, str], list[float]]
     return dict(timings)
 
 
-def _model_wall_s(shape: dict | None, params: dict, threads: int) -> float:
+def _model_wall_s(shape: dict | None, params: dict, threads: int, sparse: bool) -> float:
     n, p, d = res.shape_of(shape)
     n_estimators = max(1, int(params.get("n_estimators") or res.DEFAULT_N_ESTIMATORS))
     k = res.candidate_features(params.get("max_features", 1.0), p)
-    return res.job_seconds(n, p, d, n_estimators, threads=threads, max_features=k)
+    return res.job_seconds(n, p, res.split_outputs(params, d), n_estimators, threads=threads, max_features=k,
+                           sparse=sparse, max_depth=res._positive_int(params.get("max_depth")),
+                           max_leaf_nodes=res._positive_int(params.get("max_leaf_nodes")))
+
+
+def _raw_file_count(name: str, entry: dict) -> int:
+    if (entry.get("source") or {}).get("kind") != "download":
+        return 0
+    from forestbench.datasets.download import remote_files, unavailable_reason
+
+    return 0 if unavailable_reason(name, entry) else len(remote_files(entry))
 
 
 def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanReport:
@@ -146,11 +160,14 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanRepo
     variants: list[VariantEstimate] = []
     for name, exp in plan.experiments.items():
         n_fits = 0
+        if not exp.jobs():
+            continue
         for dataset in exp.datasets:
             datasets.add(dataset)
             splits.add((dataset, exp.protocol))
-            shape = get_entry(plan.registry, dataset).get("shape")
-            for variant in exp.variants:
+            entry = get_entry(plan.registry, dataset)
+            shape, sparse = entry.get("shape"), res.is_sparse_entry(entry)
+            for variant in exp.runnable_variants:
                 fits = exp.repeats[dataset]
                 n_fits += fits
                 own = timings.get((name, dataset, variant.name), [])
@@ -160,18 +177,20 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanRepo
                 elif other:
                     wall, source, n_rec = res.STARTUP_S + sum(other) / len(other), "recorded-elsewhere", len(other)
                 else:
-                    wall, source, n_rec = _model_wall_s(shape, variant.params, exp.threads), "model", 0
-                req = res.fit_requests(shape, variant.params, 1, threads=exp.threads)
+                    wall, source, n_rec = _model_wall_s(shape, variant.params, exp.threads, sparse), "model", 0
+                req = res.fit_requests(shape, variant.params, 1, threads=exp.threads, sparse=sparse)
                 variants.append(VariantEstimate(name, dataset, variant.name, fits, exp.threads, wall, source,
                                                 n_rec, req["mem_mb"], req["runtime"]))
         jobs["fit"] += n_fits
         slurm_fit_jobs += math.ceil(n_fits / chunk) if n_fits else 0
         jobs["collect"] += 1
-        jobs["summary"] += 1
+        jobs["report_experiment"] += 1
+    jobs["report_index"] = 1
+    jobs["fetch"] = sum(_raw_file_count(dataset, get_entry(plan.registry, dataset)) for dataset in datasets)
     jobs["prepare"] = len(datasets)
     jobs["split"] = len(splits)
     slurm_jobs = dict(jobs, fit=slurm_fit_jobs)
-    other = (jobs["prepare"] + jobs["split"] + jobs["collect"] + jobs["summary"]) * res.STARTUP_S / 3600.0
+    other = (sum(jobs.values()) - jobs["fit"]) * res.STARTUP_S / 3600.0
     return PlanReport(jobs, slurm_jobs, chunk, variants, other)
 
 
@@ -187,8 +206,8 @@ def suggest_chunk(report: PlanReport, target_minutes: float = 30.0) -> int:
 def format_report(report: PlanReport, target_minutes: float = 30.0) -> str:
     lines = ["Jobs per rule (SLURM jobs with chunk %d):" % report.chunk]
     for rule in RULES:
-        lines.append(f"  {rule:<8} {report.jobs[rule]:>8}  ({report.slurm_jobs[rule]} SLURM job(s))")
-    lines.append(f"  {'total':<8} {sum(report.jobs.values()):>8}  ({sum(report.slurm_jobs.values())} SLURM job(s))")
+        lines.append(f"  {rule:<17} {report.jobs[rule]:>8}  ({report.slurm_jobs[rule]} SLURM job(s))")
+    lines.append(f"  {'total':<17} {sum(report.jobs.values()):>8}  ({sum(report.slurm_jobs.values())} SLURM job(s))")
     lines.append("")
     lines.append("Fit estimates (wall per fit job incl. start-up; requests of attempt 1):")
     header = f"  {'experiment':<22} {'dataset':<20} {'variant':<24} {'fits':>5} {'thr':>3} {'wall/fit':>10} " \
@@ -207,13 +226,14 @@ def format_report(report: PlanReport, target_minutes: float = 30.0) -> str:
                  + ", ".join(f"{k}: {n}" for k, n in sorted(sources.items())))
     if any(v.source == "model" for v in report.variants):
         lines.append("  model: forestbench.resources.job_seconds = start-up "
-                     f"{res.STARTUP_S:.0f} s + C_FIT x trees x candidate features x n log2 n x (1 + d/"
+                     f"{res.STARTUP_S:.0f} s + C_FIT x trees x candidate features x n x levels (log2 n, or the depth/leaf "
+                     "cap) x (1 + d/"
                      f"{res.D_HALF:.0f}) x (1 + {res.PREDICT_FRACTION}), C_FIT = {res.C_FIT:g} s (2-core CI "
                      "machine, scikit-learn RF); records of earlier runs replace it")
     if report.variants:
         mem = max(v.mem_mb for v in report.variants)
         lines.append(f"Largest fit request: {mem} MB. Suggested chunk for ~{target_minutes:.0f}-minute SLURM jobs: "
-                     f"--group-components fit={suggest_chunk(report, target_minutes)}")
+                     "--group-components 'fit_{experiment}=" + f"{suggest_chunk(report, target_minutes)}'")
     return "\n".join(lines)
 
 
@@ -228,7 +248,8 @@ def _duration(seconds: float) -> str:
 def _run(args) -> int:
     from forestbench.experiments import Plan
 
-    config, source = load_config(args.configfile, None if args.no_base else args.base)
+    configfiles = [f for group in args.configfile for f in group]
+    config, source = load_config(configfiles, args.base)
     plan = Plan(config, source=source)
     report = make_plan(plan, results=args.results, chunk=args.chunk)
     if args.json:
@@ -242,10 +263,10 @@ def _run(args) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "plan", help="count jobs per rule and estimate core-hours for a configuration (size a cluster allocation)")
-    p.add_argument("--configfile", action="append", default=[], metavar="FILE",
-                   help="configuration file(s) merged over --base, as `snakemake --configfile` does")
-    p.add_argument("--base", default=DEFAULT_BASE, help=f"the Snakefile's own configuration (default {DEFAULT_BASE})")
-    p.add_argument("--no-base", action="store_true", help="do not start from --base")
+    p.add_argument("--configfile", action="append", nargs="+", default=[], metavar="FILE",
+                   help="configuration file(s), as given to `snakemake --configfile` (they replace --base)")
+    p.add_argument("--base", default=DEFAULT_BASE,
+                   help=f"the Snakefile's default configuration, planned without --configfile (default {DEFAULT_BASE})")
     p.add_argument("--results", default="results", help="where earlier run records are (results/runs/...)")
     p.add_argument("--chunk", type=int, default=1, help="fits per SLURM job (the profile's group-components fit=N)")
     p.add_argument("--target-minutes", type=float, default=30.0, help="SLURM job length the chunk suggestion aims at")

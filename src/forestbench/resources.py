@@ -46,6 +46,10 @@ PREDICT_FRACTION = 0.25
 STARTUP_S = 20.0
 #: default density assumed for sparse inputs whose density is unknown
 DEFAULT_DENSITY = 0.01
+#: stored values per row assumed for sparse inputs of unknown density: at most this many (text-like data)
+DEFAULT_SPARSE_ROW_NNZ = 500
+#: a dataset whose dense float64 inputs would exceed this is taken as sparse (the store keeps such data sparse)
+DENSE_LIMIT_BYTES = 2**31
 #: requests are rounded up to these units
 MEM_UNIT_MB = 100
 #: parallel efficiency of tree-level parallelism (joblib over trees)
@@ -68,11 +72,12 @@ def _round_up(value: float, unit: int) -> int:
 
 
 def stored_per_row(p: int, sparse: bool = False, density: float | None = None) -> float:
-    """Stored input values per sample: ``p`` when dense, ``p * density`` (at least 1) when sparse."""
+    """Stored input values per sample: ``p`` when dense, ``p * density`` (at least 1) when sparse; an unknown
+    density means 1% of ``p`` but at most ``DEFAULT_SPARSE_ROW_NNZ``."""
     if not sparse:
         return float(p)
     if density is None:
-        density = DEFAULT_DENSITY
+        return max(1.0, min(p * DEFAULT_DENSITY, float(DEFAULT_SPARSE_ROW_NNZ)))
     if not 0.0 < density <= 1.0:
         raise ValueError(f"resources: density must be in (0, 1], got {density!r}")
     return max(1.0, p * density)
@@ -89,21 +94,47 @@ def data_mb(n: int, p: int, d: int, sparse: bool = False, density: float | None 
     return (x_bytes + y_bytes) / 2**20
 
 
-def forest_mb(n: int, d: int, n_estimators: int, n_classes: int = 1, min_samples_leaf: int = 1) -> float:
-    """Memory of a forest of fully grown trees (``2 n / min_samples_leaf`` nodes each) with ``d`` outputs."""
+def tree_nodes(n: int, min_samples_leaf: int = 1, max_depth: int | None = None,
+               max_leaf_nodes: int | None = None) -> float:
+    """Upper bound on the nodes of one tree: ``2 n / min_samples_leaf``, fewer when the depth or leaves are capped."""
+    if min_samples_leaf < 1:
+        raise ValueError("resources: min_samples_leaf must be >= 1")
+    nodes = 2.0 * n / min_samples_leaf
+    if max_depth is not None:
+        nodes = min(nodes, 2.0 ** (int(max_depth) + 1) - 1)
+    if max_leaf_nodes is not None:
+        nodes = min(nodes, 2.0 * int(max_leaf_nodes) - 1)
+    return max(nodes, 1.0)
+
+
+def tree_levels(n: int, max_depth: int | None = None, max_leaf_nodes: int | None = None) -> float:
+    """Levels over which a tree builder sorts/scans the samples: ``log2 n``, fewer when depth or leaves are capped."""
+    levels = math.log2(max(n, 2))
+    if max_depth is not None:
+        levels = min(levels, max(1, int(max_depth)))
+    if max_leaf_nodes is not None:
+        levels = min(levels, max(1, int(max_leaf_nodes) - 1))
+    return levels
+
+
+def forest_mb(n: int, d: int, n_estimators: int, n_classes: int = 1, min_samples_leaf: int = 1, *,
+              max_depth: int | None = None, max_leaf_nodes: int | None = None) -> float:
+    """Memory of a forest of ``n_estimators`` trees (``tree_nodes`` nodes each) with ``d`` outputs."""
     if n_estimators < 0:
         raise ValueError(f"resources: n_estimators must be >= 0, got {n_estimators!r}")
-    if n_classes < 1 or min_samples_leaf < 1:
-        raise ValueError("resources: n_classes and min_samples_leaf must be >= 1")
-    nodes = 2.0 * n / min_samples_leaf
+    if n_classes < 1:
+        raise ValueError("resources: n_classes must be >= 1")
+    nodes = tree_nodes(n, min_samples_leaf, max_depth, max_leaf_nodes)
     return n_estimators * nodes * (NODE_BYTES + 8.0 * d * n_classes) / 2**20
 
 
 def need_mb(n: int, p: int, d: int, sparse: bool = False, *, density: float | None = None, n_estimators: int = 0,
-            n_classes: int = 1, min_samples_leaf: int = 1) -> float:
+            n_classes: int = 1, min_samples_leaf: int = 1, max_depth: int | None = None,
+            max_leaf_nodes: int | None = None) -> float:
     """Modelled peak memory in MB (no safety factor, no rounding): base + data + forest."""
     _check_shape(n, p, d)
-    return BASE_MB + data_mb(n, p, d, sparse, density) + forest_mb(n, d, n_estimators, n_classes, min_samples_leaf)
+    return BASE_MB + data_mb(n, p, d, sparse, density) + forest_mb(
+        n, d, n_estimators, n_classes, min_samples_leaf, max_depth=max_depth, max_leaf_nodes=max_leaf_nodes)
 
 
 def mem_mb(
@@ -117,6 +148,8 @@ def mem_mb(
     n_estimators: int = 0,
     n_classes: int = 1,
     min_samples_leaf: int = 1,
+    max_depth: int | None = None,
+    max_leaf_nodes: int | None = None,
     safety: float = 1.5,
     min_mb: int = 1000,
     cap_mb: int | None = None,
@@ -128,7 +161,7 @@ def mem_mb(
     """
     _check_attempt(attempt)
     need = need_mb(n, p, d, sparse, density=density, n_estimators=n_estimators, n_classes=n_classes,
-                   min_samples_leaf=min_samples_leaf)
+                   min_samples_leaf=min_samples_leaf, max_depth=max_depth, max_leaf_nodes=max_leaf_nodes)
     request = max(min_mb, _round_up(need * safety, MEM_UNIT_MB)) * attempt
     if cap_mb is not None:
         request = min(request, int(cap_mb))
@@ -144,8 +177,11 @@ def fit_seconds(
     max_features: int | float | None = None,
     sparse: bool = False,
     density: float | None = None,
+    max_depth: int | None = None,
+    max_leaf_nodes: int | None = None,
 ) -> float:
-    """Modelled single-thread wall time of fitting ``n_estimators`` trees (see the module docstring).
+    """Modelled single-thread wall time of fitting ``n_estimators`` trees (see the module docstring); a depth or
+    leaf cap replaces ``log2 n`` by the capped number of levels (``tree_levels``).
 
     ``max_features``: candidate features per split, as a count (int) or a fraction of ``p`` (float); None = all.
     """
@@ -161,7 +197,7 @@ def fit_seconds(
         k = max(1.0, max_features * width)
     else:
         k = float(min(max(1, int(max_features)), width)) if width >= 1 else 1.0
-    return C_FIT * n_estimators * k * n * math.log2(max(n, 2)) * (1.0 + d / D_HALF)
+    return C_FIT * n_estimators * k * n * tree_levels(n, max_depth, max_leaf_nodes) * (1.0 + d / D_HALF)
 
 
 def job_seconds(
@@ -277,26 +313,68 @@ def candidate_features(max_features, p: int) -> int:
     raise ValueError(f"resources: unknown max_features {max_features!r}")
 
 
+def split_outputs(params: dict, d: int) -> int:
+    """Outputs the split search works on: ``q`` when the variant projects its outputs (``output_projection`` with
+    ``n_components``, resolved by ``forestbench.projections``), else ``d``. Leaves still hold ``d`` values."""
+    projection = params.get("output_projection")
+    if projection in (None, "none", "identity") or params.get("n_components") is None:
+        return d
+    from forestbench.projections import resolve_n_components
+
+    try:
+        return max(1, int(resolve_n_components(params["n_components"], d)))
+    except Exception:  # an invalid value is the fit's error to report, not the scheduler's
+        return d
+
+
 def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, threads: int = 1,
                  repeats: int = 1, sparse: bool = False, density: float | None = None) -> dict:
     """``{"mem_mb", "runtime"}`` of one fit job from the dataset's registry shape and the variant's parameters.
 
     ``n_estimators`` defaults to 100 (scikit-learn); ``max_features`` as scikit-learn reads it; ``min_samples_leaf``
-    shrinks the trees. Multi-output leaves are charged for every output (no projection is assumed: an upper bound).
+    shrinks the trees. Multi-output leaves are charged for every output (an upper bound); with an output projection
+    the split search is charged for ``q`` outputs (``split_outputs``).
     """
     n, p, d = shape_of(shape)
     params = params or {}
     n_estimators = int(params.get("n_estimators") or DEFAULT_N_ESTIMATORS)
     n_estimators = max(1, n_estimators)
-    leaf = params.get("min_samples_leaf", 1)
-    leaf = int(leaf) if isinstance(leaf, int) and not isinstance(leaf, bool) and leaf >= 1 else 1
+    leaf = _positive_int(params.get("min_samples_leaf")) or 1
+    caps = {"max_depth": _positive_int(params.get("max_depth")),
+            "max_leaf_nodes": _positive_int(params.get("max_leaf_nodes"))}
     k = candidate_features(params.get("max_features", 1.0), p)
     return {
         "mem_mb": mem_mb(n, p, d, attempt, sparse, density=density, n_estimators=n_estimators,
-                         min_samples_leaf=leaf),
-        "runtime": runtime_min(n, p, d, n_estimators, attempt, threads=threads, repeats=repeats,
-                               max_features=k, sparse=sparse, density=density),
+                         min_samples_leaf=leaf, **caps),
+        "runtime": runtime_min(n, p, split_outputs(params, d), n_estimators, attempt, threads=threads, repeats=repeats,
+                               max_features=k, sparse=sparse, density=density, **caps),
     }
+
+
+def _positive_int(value) -> int | None:
+    """An integer parameter >= 1, else None (fractions, strings and booleans are left to the estimator)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return None
+
+
+def is_sparse_entry(entry: dict | None) -> bool:
+    """Whether a registry entry's inputs are (kept) sparse. The registry has no explicit flag, so this reads the
+    signs it has: an SVMlight file or a file/loader named "sparse", "sparse" in the notes, or dense inputs that would
+    exceed ``DENSE_LIMIT_BYTES``. A heuristic: a wrong guess costs a retry (too little) or idle memory (too much)."""
+    if not entry:
+        return False
+    source = entry.get("source") or {}
+    if "sparse" in str(source.get("loader", "")).lower():
+        return True
+    for spec in source.get("files") or []:
+        if spec.get("format") == "svmlight" or "sparse" in str(spec.get("name", "")).lower():
+            return True
+    if "sparse" in str(entry.get("notes", "")).lower():
+        return True
+    shape = entry.get("shape") or {}
+    n, p = shape.get("n"), shape.get("p")
+    return bool(n and p and 8.0 * n * p > DENSE_LIMIT_BYTES)
 
 
 def data_requests(shape: dict | None, attempt: int = 1, *, sparse: bool = False,

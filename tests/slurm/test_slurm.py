@@ -6,7 +6,8 @@ with the tiny configuration ``tiny.yaml`` and the repository's ``workflow/profil
 1. every fit job fails on its first attempt (fault injection ``FORESTBENCH_FAIL_ATTEMPTS=1``, honoured by the fit
    command) and is resubmitted by ``--retries`` with twice the memory and time: the second ``sbatch`` asks for
    them, the run records say attempt 2 with the doubled request, and carry the SLURM job id and node. The two
-   fits are bundled into one SLURM job (``--group-components fit=2``). The run ends with the collected scores table.
+   fits are bundled into one SLURM job (``--group-components fit_{experiment}=2``). The run ends with the scores table and
+   the experiment's report.
 2. a deliberately broken variant (scikit-learn rejects ``n_estimators=0``) fails on SLURM, and Snakemake reports
    it and exits non-zero instead of hanging.
 
@@ -48,6 +49,8 @@ def _copy_workflow(dest: Path) -> Path:
     shutil.copytree(REPO / "workflow", dest / "workflow")
     shutil.copytree(REPO / "envs", dest / "envs")  # named by the rules' conda: directives
     shutil.copytree(REPO / "config", dest / "config")
+    if (REPO / "envs").is_dir():
+        shutil.copytree(REPO / "envs", dest / "envs")
     shutil.copy(HERE / "tiny.yaml", dest / "config" / "config.yaml")
     return dest
 
@@ -151,7 +154,7 @@ def test_workflow_on_slurm_retries_and_failures(tmp_path, slurm_cluster, status_
     # 1. every fit fails once, then succeeds with the scaled request -----------------------------------------
     rc, text, seconds = _snakemake(
         workdir,
-        ["results/slurm_ok/scores.csv", *base, "--retries", "1", "--group-components", "fit=2"],
+        ["results/slurm_ok/report/manifest.json", *base, "--retries", "1", "--group-components", "fit_{experiment}=2"],
         _env(FORESTBENCH_FAIL_ATTEMPTS="1"),
     )
     assert rc is not None, f"snakemake hung ({status_command}); log tail:\n{text[-4000:]}"
@@ -185,9 +188,9 @@ def test_workflow_on_slurm_retries_and_failures(tmp_path, slurm_cluster, status_
         assert slurm["SLURMD_NODENAME"] == hostname
         assert rec["provenance"]["threads"]["OMP_NUM_THREADS"] == "1"
         job_ids.add(slurm["SLURM_JOB_ID"])
-    assert len(job_ids) == 1, f"the two fits ran in different SLURM jobs {job_ids} despite fit=2"
+    assert len(job_ids) == 1, f"the two fits ran in different SLURM jobs {job_ids} despite fit_{{experiment}}=2"
     assert (workdir / "results/slurm_ok/scores.csv").is_file()
-    assert (workdir / "results/slurm_ok/scores.csv").is_file()
+    assert (workdir / "results/slurm_ok/report/manifest.json").is_file()
 
     # 2. a broken job is reported as failed, and the run ends --------------------------------------------------
     target = "results/runs/slurm_broken/linnerud/broken/repeat-0.json"

@@ -8,10 +8,18 @@ def _shape(dataset):
     return _registry_entry(PLAN.registry, dataset).get("shape")
 
 
+def _sparse(dataset):
+    return fbres.is_sparse_entry(_registry_entry(PLAN.registry, dataset))
+
+
 def _fit_requests(wildcards, attempt):
     exp = PLAN.experiments[wildcards.experiment]
     return fbres.fit_requests(
-        _shape(wildcards.dataset), exp.variant(wildcards.variant).params, attempt, threads=exp.threads
+        _shape(wildcards.dataset),
+        exp.variant(wildcards.variant).params,
+        attempt,
+        threads=exp.threads,
+        sparse=_sparse(wildcards.dataset),
     )
 
 
@@ -35,11 +43,11 @@ def fit_slurm_extra(wildcards):
 
 
 def data_mem_mb(wildcards, attempt):
-    return fbres.data_requests(_shape(wildcards.dataset), attempt)["mem_mb"]
+    return fbres.data_requests(_shape(wildcards.dataset), attempt, sparse=_sparse(wildcards.dataset))["mem_mb"]
 
 
 def data_runtime(wildcards, attempt):
-    return fbres.data_requests(_shape(wildcards.dataset), attempt)["runtime"]
+    return fbres.data_requests(_shape(wildcards.dataset), attempt, sparse=_sparse(wildcards.dataset))["runtime"]
 
 
 def light_mem_mb(wildcards, attempt):
