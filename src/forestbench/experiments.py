@@ -6,8 +6,6 @@ A job is one (experiment, dataset, variant, repeat). This module is shared by th
 """
 from __future__ import annotations
 
-import itertools
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,8 +17,8 @@ from forestbench.errors import ConfigError
 from forestbench.methods import PLANNED, get_method, is_planned
 from forestbench.metrics import get_metric
 from forestbench.validation import load_yaml, validate
+from forestbench.variants import NAME_PATTERN, expand_entry
 
-NAME_PATTERN = r"[A-Za-z0-9_.=+-]+"
 DEFAULT_REGISTRY = "config/datasets.yaml"
 
 
@@ -39,34 +37,12 @@ class Job:
     repeat: int
 
 
-def _format_value(value) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return f"{value:.1f}"
-    return str(value)
-
-
 def expand_variants(experiment: str, methods: list[dict]) -> list[Variant]:
     variants: list[Variant] = []
     for entry in methods:
         if not is_planned(entry["method"]):
             get_method(entry["method"])  # fail early on an unknown method
-        grid = entry.get("grid") or {}
-        keys = list(grid)
-        for values in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
-            combo = dict(zip(keys, values))
-            params = {**entry.get("params", {}), **combo}
-            template = entry.get("name", entry["method"])
-            try:
-                name = template.format(**{k: _format_value(v) for k, v in params.items()})
-            except KeyError as exc:
-                raise ConfigError(f"experiment {experiment}: method name template {template!r} uses {exc}, "
-                                  "which is neither a parameter nor a grid key") from None
-            if combo and name == template and len(list(itertools.product(*grid.values()))) > 1:
-                name += "".join(f"-{k}={_format_value(v)}" for k, v in combo.items())
-            if not re.fullmatch(NAME_PATTERN, name):
-                raise ConfigError(f"experiment {experiment}: variant name {name!r} may only use letters, digits "
-                                  "and _.=+-")
-            variants.append(Variant(name, entry["method"], params))
+        variants += [Variant(name, entry["method"], params) for name, params in expand_entry(experiment, entry)]
     seen = set()
     for v in variants:
         if v.name in seen:

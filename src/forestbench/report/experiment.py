@@ -16,6 +16,7 @@ import pandas as pd
 from forestbench._io import write_json, write_text
 from forestbench.errors import ConfigError
 from forestbench.report import figures, reproduction, tables
+from forestbench.variants import variant_names
 from forestbench.report.data import (TIME_COLUMNS, add_variant_group, complete_rows, final_rows, load_scores,
                                      metric_direction, ordered_unique, score_matrix, summarise)
 
@@ -266,12 +267,12 @@ def _names(obj, keys=("variant", "label", "name", "id")) -> list[str]:
     return out
 
 
-def _expected(cfg: dict, scores: pd.DataFrame) -> tuple[list[str], list[str]]:
+def _expected(cfg: dict, scores: pd.DataFrame, experiment: str = "") -> tuple[list[str], list[str]]:
     """Datasets and variants of the experiment: configured and referenced ones first, then whatever ran."""
     ref = cfg.get("reference") or {}
     refs = ref if isinstance(ref, list) else [ref]
     datasets = _names(cfg.get("datasets"), ("name", "dataset", "id"))
-    variants = _names(cfg.get("variants")) + _names(cfg.get("methods"))
+    variants = _names(cfg.get("variants")) + variant_names(experiment, cfg.get("methods") or [])
     for r in refs:
         if isinstance(r, dict):
             variants += [str(v) for v in (r.get("methods") or {})]
@@ -326,7 +327,7 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
     out_dir, reference_dir = Path(out_dir), Path(reference_dir)
     scores = load_scores(scores_csv, experiment_name)
     ref_datasets = _reference_datasets(experiment_cfg, reference_dir, experiment_name)
-    datasets, variants = _expected(experiment_cfg, scores)
+    datasets, variants = _expected(experiment_cfg, scores, experiment_name)
     datasets = ordered_unique(ref_datasets + datasets) if not experiment_cfg.get("datasets") else datasets
     ctx = Context(experiment_name, experiment_cfg, scores, out_dir, datasets, variants)
     specs = experiment_cfg.get("reports") or []
