@@ -128,7 +128,7 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
                                      f"{list(PROJECTION_KINDS)}")
             return proj, resolve_n_components(self.n_components, n_outputs)
         # an explicit, fixed matrix: used by every tree
-        phi = proj.tocsr().astype(np.float64) if sp.issparse(proj) else np.asarray(proj, dtype=np.float64)
+        phi = sp.csr_matrix(proj, dtype=np.float64) if sp.issparse(proj) else np.asarray(proj, dtype=np.float64)
         if phi.ndim != 2 or phi.shape[1] != n_outputs or phi.shape[0] < 1:
             raise ParameterError(f"output_projection matrix has shape {phi.shape}, expected (q, {n_outputs}) "
                                  f"for Y with {n_outputs} outputs")
@@ -187,7 +187,7 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         options = dict(self.projection_params or {})
         shared_phi = None
         shared_time = 0.0
-        if isinstance(kind, (np.ndarray, sp.csr_matrix)):
+        if kind is not None and not isinstance(kind, str):  # a fixed matrix given by the user
             shared_phi = kind
         elif kind is not None and (self.projection_sharing == "shared" or kind == "pca"):
             t0 = time.perf_counter()
