@@ -14,6 +14,13 @@ cdef struct SplitRecord:
     intp_t n_constant_features   # constants known for the children
 
 
+cdef struct BestSplit:
+    float64_t proxy
+    intp_t pos
+    intp_t feature
+    float64_t threshold
+
+
 cdef class Splitter:
     cdef object _keep
     cdef Criterion criterion
@@ -24,6 +31,7 @@ cdef class Splitter:
     cdef float32_t* Xf
     cdef intp_t* features
     cdef intp_t* constant_features
+    cdef intp_t* scratch_features
     cdef intp_t n_features
     cdef const float64_t* sample_weight
     cdef float64_t weighted_n_samples
@@ -39,6 +47,7 @@ cdef class Splitter:
     cdef void node_reset(self, intp_t start, intp_t end,
                          float64_t* weighted_n_node_samples) noexcept nogil
     cdef float64_t node_impurity(self) noexcept nogil
+    cdef bint _score_feature(self, intp_t feature, BestSplit* best) noexcept nogil
     cdef void node_split(self, float64_t impurity, intp_t n_known_constants,
                          SplitRecord* split) noexcept nogil
     cdef void node_leaf_mean(self, intp_t start, intp_t end) noexcept nogil

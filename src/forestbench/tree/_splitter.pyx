@@ -12,7 +12,11 @@ scored. Two rules for what counts towards ``max_features`` = K:
   draws of ancestor constants and of new constants, except that drawing goes on
   past K until at least one non-constant feature has been scored.
 
-With K = n_features both score every non-constant feature. ``features`` is
+With K = n_features both score every non-constant feature; then no feature is
+drawn at all and the candidates are visited in the order of the ``features``
+array (initially 0..p-1), which keeps the reads of the columns of X close to
+sequential (a large gain on CSC input with many columns). The visiting order
+only matters for exact ties and is the same for every input layout. ``features`` is
 kept as
     [known constants not yet drawn | known constants drawn | new constants |
      unvisited | visited non-constant]
@@ -47,6 +51,7 @@ cdef float64_t PROXY_RTOL = 1e-10
 
 cdef class Splitter:
     def __cinit__(self, *args, **kwargs):
+        self.scratch_features = NULL
         self.features = NULL
         self.constant_features = NULL
         self.Xf = NULL
@@ -78,8 +83,10 @@ cdef class Splitter:
         self.n_features = n_features
         self.features = <intp_t*> malloc(n_features * sizeof(intp_t))
         self.constant_features = <intp_t*> malloc(n_features * sizeof(intp_t))
+        self.scratch_features = <intp_t*> malloc(n_features * sizeof(intp_t))
         self.Xf = <float32_t*> malloc(self.n_samples * sizeof(float32_t))
-        if self.features == NULL or self.constant_features == NULL or self.Xf == NULL:
+        if (self.features == NULL or self.constant_features == NULL or self.Xf == NULL
+                or self.scratch_features == NULL):
             raise MemoryError()
         for i in range(n_features):
             self.features[i] = i
@@ -97,6 +104,7 @@ cdef class Splitter:
     def __dealloc__(self):
         free(self.features)
         free(self.constant_features)
+        free(self.scratch_features)
         free(self.Xf)
 
     cdef void node_reset(self, intp_t start, intp_t end,
@@ -113,108 +121,130 @@ cdef class Splitter:
     cdef void node_leaf_mean(self, intp_t start, intp_t end) noexcept nogil:
         self.leaf_targets.node_mean(self.samples, self.sample_weight, start, end)
 
-    cdef void node_split(self, float64_t impurity, intp_t n_known_constants,
-                         SplitRecord* split) noexcept nogil:
+    cdef bint _score_feature(self, intp_t feature, BestSplit* best) noexcept nogil:
+        """Score the candidate split(s) on ``feature``; return 1 if it is constant in the node."""
         cdef intp_t start = self.start, end = self.end
-        cdef intp_t* features = self.features
         cdef float32_t* Xf = self.Xf
         cdef intp_t msl = self.min_samples_leaf
         cdef float64_t mwl = self.min_weight_leaf
-        cdef intp_t f_i = self.n_features, f_j, tmp, feature
-        cdef intp_t n_visited = 0, n_found_constants = 0, n_drawn_constants = 0
-        cdef intp_t n_total_constants = n_known_constants
         cdef intp_t p, p_prev, pos
-        cdef float64_t best_proxy = -INFINITY, proxy, threshold, best_threshold = 0.0
-        cdef intp_t best_feature = 0, best_pos = end
+        cdef float64_t proxy, threshold
         cdef float32_t min_value, max_value
-
-        if not self.count_constant_features:
-            # ancestors' constants are not eligible: treat them as already drawn
-            n_drawn_constants = n_known_constants
-        while (f_i > n_total_constants and
-               ((self.count_constant_features and
-                 (n_visited < self.max_features or
-                  n_visited <= n_found_constants + n_drawn_constants)) or
-                (not self.count_constant_features and
-                 self.n_features - f_i < self.max_features))):
-            n_visited += 1
-            f_j = rand_int(n_drawn_constants, f_i - n_found_constants, &self.rng_state)
-            if f_j < n_known_constants:
-                # constant in an ancestor: skip, it moves to the drawn-constants block
-                tmp = features[n_drawn_constants]
-                features[n_drawn_constants] = features[f_j]
-                features[f_j] = tmp
-                n_drawn_constants += 1
-                continue
-            f_j += n_found_constants
-            feature = features[f_j]
-
-            if not self.random_split:
-                self.partitioner.sort_feature(feature)
-                if Xf[end - 1] <= Xf[start] + FEATURE_THRESHOLD:
-                    features[f_j] = features[n_total_constants]
-                    features[n_total_constants] = feature
-                    n_found_constants += 1
-                    n_total_constants += 1
+        if not self.random_split:
+            self.partitioner.sort_feature(feature)
+            if Xf[end - 1] <= Xf[start] + FEATURE_THRESHOLD:
+                return 1
+            self.criterion.reset()
+            p = start
+            while p < end:
+                self.partitioner.next_p(&p_prev, &p)
+                if p >= end:
+                    break
+                if p - start < msl or end - p < msl:
                     continue
-                f_i -= 1
-                features[f_j] = features[f_i]
-                features[f_i] = feature
-
-                self.criterion.reset()
-                p = start
-                while p < end:
-                    self.partitioner.next_p(&p_prev, &p)
-                    if p >= end:
-                        break
-                    if p - start < msl or end - p < msl:
-                        continue
-                    self.criterion.update(p)
-                    if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
-                        continue
-                    proxy = self.criterion.proxy_impurity_improvement()
-                    if best_pos == end or proxy > best_proxy + PROXY_RTOL * fabs(best_proxy):
-                        best_proxy = proxy
-                        best_pos = p
-                        best_feature = feature
-                        threshold = Xf[p_prev] / 2.0 + Xf[p] / 2.0
-                        if threshold == Xf[p] or threshold == INFINITY or threshold == -INFINITY:
-                            threshold = Xf[p_prev]
-                        best_threshold = threshold
-            else:
-                self.partitioner.find_min_max(feature, &min_value, &max_value)
-                if max_value <= min_value + FEATURE_THRESHOLD:
-                    features[f_j] = features[n_total_constants]
-                    features[n_total_constants] = feature
-                    n_found_constants += 1
-                    n_total_constants += 1
-                    continue
-                f_i -= 1
-                features[f_j] = features[f_i]
-                features[f_i] = feature
-
-                threshold = rand_uniform(min_value, max_value, &self.rng_state)
-                if threshold == max_value:
-                    threshold = min_value
-                if self.scan_random:
-                    pos = start + (<DenseCriterion>self.criterion).set_left_by_threshold(Xf, threshold)
-                    if pos - start < msl or end - pos < msl:
-                        continue
-                else:
-                    pos = self.partitioner.partition_samples(threshold)
-                    if pos - start < msl or end - pos < msl:
-                        continue
-                    self.criterion.reset()
-                    self.criterion.update(pos)
+                self.criterion.update(p)
                 if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
                     continue
                 proxy = self.criterion.proxy_impurity_improvement()
-                if best_pos == end or proxy > best_proxy + PROXY_RTOL * fabs(best_proxy):
-                    best_proxy = proxy
-                    best_pos = pos
-                    best_feature = feature
-                    best_threshold = threshold
+                if best.pos == end or proxy > best.proxy + PROXY_RTOL * fabs(best.proxy):
+                    best.proxy = proxy
+                    best.pos = p
+                    best.feature = feature
+                    threshold = Xf[p_prev] / 2.0 + Xf[p] / 2.0
+                    if threshold == Xf[p] or threshold == INFINITY or threshold == -INFINITY:
+                        threshold = Xf[p_prev]
+                    best.threshold = threshold
+            return 0
+        self.partitioner.find_min_max(feature, &min_value, &max_value)
+        if max_value <= min_value + FEATURE_THRESHOLD:
+            return 1
+        threshold = rand_uniform(min_value, max_value, &self.rng_state)
+        if threshold == max_value:
+            threshold = min_value
+        if self.scan_random:
+            pos = start + (<DenseCriterion>self.criterion).set_left_by_threshold(Xf, threshold)
+            if pos - start < msl or end - pos < msl:
+                return 0
+        else:
+            pos = self.partitioner.partition_samples(threshold)
+            if pos - start < msl or end - pos < msl:
+                return 0
+            self.criterion.reset()
+            self.criterion.update(pos)
+        if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
+            return 0
+        proxy = self.criterion.proxy_impurity_improvement()
+        if best.pos == end or proxy > best.proxy + PROXY_RTOL * fabs(best.proxy):
+            best.proxy = proxy
+            best.pos = pos
+            best.feature = feature
+            best.threshold = threshold
+        return 0
 
+    cdef void node_split(self, float64_t impurity, intp_t n_known_constants,
+                         SplitRecord* split) noexcept nogil:
+        cdef intp_t end = self.end
+        cdef intp_t* features = self.features
+        cdef intp_t* scratch = self.scratch_features
+        cdef intp_t f_i = self.n_features, f_j, j, tmp, feature
+        cdef intp_t n_visited = 0, n_found_constants = 0, n_drawn_constants = 0
+        cdef intp_t n_total_constants = n_known_constants, n_scored = 0
+        cdef BestSplit best
+        cdef intp_t best_pos, best_feature
+        cdef float64_t best_threshold
+        best.proxy = -INFINITY
+        best.pos = end
+        best.feature = 0
+        best.threshold = 0.0
+
+        if self.max_features >= self.n_features:
+            # every candidate is scored whatever the draws: visit them in array
+            # order (no draws), which reads the columns of X nearly sequentially.
+            # Stable partition: new constants first, scored features keep their order.
+            for j in range(n_known_constants, self.n_features):
+                feature = features[j]
+                if self._score_feature(feature, &best):
+                    features[n_known_constants + n_found_constants] = feature
+                    n_found_constants += 1
+                else:
+                    scratch[n_scored] = feature
+                    n_scored += 1
+            n_total_constants = n_known_constants + n_found_constants
+            memcpy(features + n_total_constants, scratch, n_scored * sizeof(intp_t))
+        else:
+            if not self.count_constant_features:
+                # ancestors' constants are not eligible: treat them as already drawn
+                n_drawn_constants = n_known_constants
+            while (f_i > n_total_constants and
+                   ((self.count_constant_features and
+                     (n_visited < self.max_features or
+                      n_visited <= n_found_constants + n_drawn_constants)) or
+                    (not self.count_constant_features and
+                     self.n_features - f_i < self.max_features))):
+                n_visited += 1
+                f_j = rand_int(n_drawn_constants, f_i - n_found_constants, &self.rng_state)
+                if f_j < n_known_constants:
+                    # constant in an ancestor: skip, it moves to the drawn-constants block
+                    tmp = features[n_drawn_constants]
+                    features[n_drawn_constants] = features[f_j]
+                    features[f_j] = tmp
+                    n_drawn_constants += 1
+                    continue
+                f_j += n_found_constants
+                feature = features[f_j]
+                if self._score_feature(feature, &best):
+                    features[f_j] = features[n_total_constants]
+                    features[n_total_constants] = feature
+                    n_found_constants += 1
+                    n_total_constants += 1
+                else:
+                    f_i -= 1
+                    features[f_j] = features[f_i]
+                    features[f_i] = feature
+
+        best_pos = best.pos
+        best_feature = best.feature
+        best_threshold = best.threshold
         split.pos = best_pos
         split.feature = best_feature
         split.threshold = best_threshold

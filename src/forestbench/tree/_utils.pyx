@@ -10,7 +10,6 @@ three-way (less / equal / greater) partition, so runs of equal feature values
 deeper than 2*log2(n) falls back to heapsort and short ranges use insertion
 sort.
 """
-from libc.math cimport log2
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset, memcpy
 from libc.stdint cimport uint32_t
@@ -231,6 +230,11 @@ cdef void _radix_pass(float32_t* v, intp_t* s, intp_t n, uint32_t* keys, uint32_
 cdef void sort_values(float32_t* values, intp_t* samples, intp_t n) noexcept nogil:
     if n <= 1:
         return
+    cdef int depth = 0
+    cdef intp_t m = n
     if n >= RADIX_MIN and _radix_sort(values, samples, n) == 0:
         return
-    _introsort(values, samples, n, 2 * <int>log2(<double>n))
+    while m > 1:
+        m >>= 1
+        depth += 1
+    _introsort(values, samples, n, 2 * depth)
