@@ -22,6 +22,12 @@ Choices where the sources are ambiguous (see the spec's list of ambiguities):
   shared forest equals a per-tree forest whose trees all draw the shared ``Φ``, and the same seed gives the same
   forest for any ``n_jobs``.
 - **max_features** defaults to ``"sqrt"`` (k = √p, the thesis default for both RF and ET).
+
+Cost note: a split score costs O(q) per sample move on a dense ``Z`` and O(non-zeros of the row) on a sparse one.
+A sparse label matrix ``Y`` grown without projection therefore already uses the kernel's sparse criterion; a dense
+family (Gaussian, Rademacher, Hadamard, PCA) makes ``Z`` dense, so it pays off only when q is below the number of
+labels per row times the sparse criterion's overhead (see benchmarks/bench_projections.py). ``"subsample"`` and the
+sparse families keep ``Z`` sparse when it is sparse enough (:func:`forestbench.projections.project_outputs`).
 """
 from __future__ import annotations
 
