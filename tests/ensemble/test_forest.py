@@ -55,7 +55,7 @@ def test_shared_equals_per_tree_drawing_the_same_phi(Forest, tree_class, multila
 def test_identity_projection_grows_the_baseline_forest(Forest, sparse_y, tree_class, multilabel):
     X, Y, Xt, _ = multilabel
     Yfit = sp.csr_matrix(Y) if sparse_y else Y
-    identity = sp.identity(Y.shape[1], format="csr") if sparse_y else np.eye(Y.shape[1])
+    identity = sp.eye_array(Y.shape[1], format="csr") if sparse_y else np.eye(Y.shape[1])
     base = Forest(n_estimators=5, random_state=3).fit(X, Yfit)
     ident = Forest(n_estimators=5, random_state=3, output_projection=identity).fit(X, Yfit)
     assert_same_forest(base, ident, Xt)

@@ -22,6 +22,12 @@ Choices where the sources are ambiguous (see the spec's list of ambiguities):
   shared forest equals a per-tree forest whose trees all draw the shared ``Φ``, and the same seed gives the same
   forest for any ``n_jobs``.
 - **max_features** defaults to ``"sqrt"`` (k = √p, the thesis default for both RF and ET).
+
+Cost note: a split score costs O(q) per sample move on a dense ``Z`` and O(non-zeros of the row) on a sparse one.
+A sparse label matrix ``Y`` grown without projection therefore already uses the kernel's sparse criterion; a dense
+family (Gaussian, Rademacher, Hadamard, PCA) makes ``Z`` dense, so it pays off only when q is below the number of
+labels per row times the sparse criterion's overhead (see benchmarks/bench_projections.py). ``"subsample"`` and the
+sparse families keep ``Z`` sparse when it is sparse enough (:func:`forestbench.projections.project_outputs`).
 """
 from __future__ import annotations
 
@@ -128,7 +134,7 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
                                      f"{list(PROJECTION_KINDS)}")
             return proj, resolve_n_components(self.n_components, n_outputs)
         # an explicit, fixed matrix: used by every tree
-        phi = proj.tocsr().astype(np.float64) if sp.issparse(proj) else np.asarray(proj, dtype=np.float64)
+        phi = sp.csr_matrix(proj, dtype=np.float64) if sp.issparse(proj) else np.asarray(proj, dtype=np.float64)
         if phi.ndim != 2 or phi.shape[1] != n_outputs or phi.shape[0] < 1:
             raise ParameterError(f"output_projection matrix has shape {phi.shape}, expected (q, {n_outputs}) "
                                  f"for Y with {n_outputs} outputs")
@@ -187,7 +193,7 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         options = dict(self.projection_params or {})
         shared_phi = None
         shared_time = 0.0
-        if isinstance(kind, (np.ndarray, sp.csr_matrix)):
+        if kind is not None and not isinstance(kind, str):  # a fixed matrix given by the user
             shared_phi = kind
         elif kind is not None and (self.projection_sharing == "shared" or kind == "pca"):
             t0 = time.perf_counter()
