@@ -93,3 +93,11 @@ def slurm_cluster(tmp_path_factory):
     finally:
         subprocess.run(["bash", str(HERE / "stop_cluster.sh")], env=env, timeout=120)
         shutil.rmtree(slurm_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_client():
+    """SLURM's client tools on PATH (the executor plugin looks for them even in a dry run); no cluster needed."""
+    missing = [tool for tool in ("sbatch", "squeue", "sinfo") if shutil.which(tool) is None]
+    if missing:
+        _unavailable(f"SLURM client tools not installed ({', '.join(missing)}); tests/slurm/ci.sh installs them")

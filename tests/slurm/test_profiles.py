@@ -5,6 +5,7 @@ client tools (installed by tests/slurm/ci.sh); it submits nothing."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,11 +26,10 @@ def _stats(text: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("profile, chunk", [("workflow/profiles/slurm", 8), ("workflow/profiles/slurm-array", 1)])
-def test_dry_run_of_the_thesis_configuration(tmp_path, profile, chunk):
+def test_dry_run_of_the_thesis_configuration(tmp_path, slurm_client, profile, chunk):
     for name in ("Snakefile", "workflow", "config", "envs"):
         src = REPO / name
         if src.is_dir():
-            import shutil
             shutil.copytree(src, tmp_path / name)
         elif src.exists():
             (tmp_path / name).write_bytes(src.read_bytes())
