@@ -256,3 +256,15 @@ def test_unavailable_dataset_and_local_path(tmp_path, dl):
     (tmp_path / "raw" / "wipo" / "w.arff").unlink()
     with pytest.raises(DownloadError, match="sha256 mismatch"):
         fetch_dataset("wipo", entry, tmp_path / "raw", dl)
+
+
+def test_new_archive_replaces_stale_extraction(http_server, dl, tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a.arff").write_bytes(b"stale extraction of an older archive")
+    (raw / "a.gz").write_bytes(b"corrupted archive")
+    blob = gzip.compress(BODY)
+    http_server.routes["/a.gz"] = Route(blob)
+    spec = {"name": "a.arff", "url": http_server.url("/a.gz"), "sha256": hashlib.sha256(blob).hexdigest(),
+            "archive": "gz"}
+    assert dl.fetch("toy", RemoteFile.from_spec(spec), raw).read_bytes() == BODY

@@ -258,3 +258,10 @@ def test_missing_and_corrupt_compressed_files(tmp_path):
     bad.write_bytes(gzip.compress(MULAN_DENSE.encode())[:-20])
     with pytest.raises(ParseError):
         read_arff(bad)
+
+
+def test_header_keywords_with_tabs_and_case(tmp_path):
+    text = "@RELATION\tr\n@ATTRIBUTE\tcolour {red, 'dark green'}\n@Attribute\tx REAL\n@DATA\nred,1\n"
+    arff = read_arff(write(tmp_path, "t.arff", text))
+    assert arff.attributes[0].values == ("red", "dark green") and arff.relation == "r"
+    np.testing.assert_array_equal(arff.data, [[0, 1]])

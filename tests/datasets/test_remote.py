@@ -202,3 +202,72 @@ def test_missing_raw_file_names_fetch_command(tmp_path):
                                               "labels": {"from": "last", "d": 1}}}
     with pytest.raises(DataError, match="datasets fetch a"):
         build_dataset("a", entry, tmp_path / "a")
+
+
+def test_arff_without_label_location_is_a_config_error(tmp_path):
+    from forestbench.errors import ConfigError
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "a.arff").write_text("@relation r\n@attribute x numeric\n@data\n1\n")
+    entry = {"task": "regression", "source": {"kind": "download", "files": [{"name": "a.arff"}],
+                                              "layout": {"type": "single", "data": ["a.arff"]}}}
+    with pytest.raises(ConfigError, match="inline"):
+        build_dataset("a", entry, tmp_path / "a")
+
+
+def test_newsgroups_builder_matches_sklearn_vectorisation(tmp_path):
+    import io
+    import tarfile
+
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.preprocessing import normalize
+
+    docs = {"20news-bydate-train/alt.atheism/1": "god is not here", "20news-bydate-train/alt.atheism/2": "no god",
+            "20news-bydate-train/sci.space/3": "orbit of the moon", "20news-bydate-train/sci.space/4": "moon moon",
+            "20news-bydate-test/alt.atheism/5": "god and the moon", "20news-bydate-test/sci.space/6": "mars orbit"}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, text in docs.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(text.encode())
+            tf.addfile(info, io.BytesIO(text.encode()))
+    (tmp_path / "n").mkdir()
+    (tmp_path / "n" / "20news-bydate.tar.gz").write_bytes(buf.getvalue())
+    entry = {"task": "multiclass", "source": {"kind": "download", "builder": "newsgroups_bydate",
+                                              "files": [{"name": "20news-bydate.tar.gz", "format": "tar"}]}}
+    ds = build_dataset("n", entry, tmp_path / "n")
+    train = [docs[k] for k in sorted(docs) if "train" in k]
+    test = [docs[k] for k in sorted(docs) if "test" in k]
+    vec = CountVectorizer()
+    expected = np.vstack([normalize(vec.fit_transform(train).astype(float)).toarray(),
+                          normalize(vec.transform(test).astype(float)).toarray()])
+    np.testing.assert_allclose(ds.X.toarray(), expected)
+    np.testing.assert_array_equal(ds.Y, [0, 0, 1, 1, 0, 1])
+    assert [len(a) for a in ds.given_splits[0]] == [4, 2]
+    assert not [p for p in (tmp_path / "n").iterdir() if ".part-" in p.name]
+
+
+def test_rcv1_builder_topics_from_qrels(tmp_path):
+    import gzip
+
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "vec.dat").write_text("2286 1:0.5 3:0.25\n2287 2:1\n2290 4:0.1\n")
+    (tmp_path / "r" / "qrels.gz").write_bytes(gzip.compress(b"E11 2286 1\nC15 2286 1\nC15 2287 1\nGCAT 9999 1\n"))
+    entry = {"task": "multilabel", "source": {"kind": "download", "builder": "rcv1_lyrl2004", "vectors": "vec.dat",
+                                              "topics": "qrels.gz", "n_features": 5,
+                                              "files": [{"name": "vec.dat"}, {"name": "qrels.gz"}]}}
+    ds = build_dataset("r", entry, tmp_path / "r")
+    assert ds.X.shape == (3, 5) and ds.meta["output_names"] == ["C15", "E11"]
+    np.testing.assert_array_equal(ds.Y, [[1, 1], [1, 0], [0, 0]])  # small: stored dense
+
+
+def test_csv_last_column_multiclass(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "c.data").write_text("1,2,7\n3,4,1\n5,6,7\n")
+    entry = {"task": "multiclass", "source": {"kind": "download", "files": [{"name": "c.data", "format": "csv"}],
+                                              "layout": {"type": "single", "data": ["c.data"]},
+                                              "labels": {"from": "last", "d": 1}, "reader": {"header": False}}}
+    ds = build_dataset("c", entry, tmp_path / "c")
+    np.testing.assert_array_equal(ds.X, [[1, 2], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(ds.Y, [1, 0, 1])
+    assert ds.meta["classes"] == [1.0, 7.0]

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.e2e
 
 
 def snakemake(workdir: Path, *targets: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FORESTBENCH_SHA_LOCK": str(workdir / "config" / "datasets.lock.yaml")}
+    # the rules call `python`: the interpreter running the tests (and its forestbench) must come first on PATH
+    env = {**os.environ, "FORESTBENCH_SHA_LOCK": str(workdir / "config" / "datasets.lock.yaml"),
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
     return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--keep-going", *targets],
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
 

@@ -141,13 +141,23 @@ def test_sparse_y_gives_the_same_forest_as_dense_y(kind, leaf_labels, tree_class
 
 # --------------------------------------------------------------------------------------- accuracy vs baseline
 @pytest.mark.parametrize("Forest", FORESTS)
-def test_gaussian_with_q_at_least_d_is_close_to_baseline(Forest, tree_class, multilabel):
-    X, Y, Xt, Yt = multilabel
-    base = lrap(Yt, Forest(n_estimators=40, random_state=0).fit(X, Y).predict(Xt))
-    big = lrap(Yt, Forest(n_estimators=40, random_state=0, output_projection="gaussian",
-                          n_components=4 * Y.shape[1]).fit(X, Y).predict(Xt))
-    assert base > 0.6  # the problem is learnable
-    assert abs(big - base) < 0.02, (base, big)
+def test_gaussian_with_q_at_least_d_is_close_to_baseline(Forest, tree_class):
+    """q = 4d Gaussian projections (JL: split scores nearly preserved) give the baseline's accuracy: mean LRAP over
+    3 seeds on 500 test rows within 0.01 (seed-to-seed spread of either forest is about 0.005 here)."""
+    from sklearn.datasets import make_multilabel_classification
+
+    X, Y = make_multilabel_classification(n_samples=1000, n_features=12, n_classes=9, n_labels=3, random_state=0)
+    X, Y = X.astype(float), Y.astype(float)
+    Xl, Yl, Xt, Yt = X[:500], Y[:500], X[500:], Y[500:]
+
+    def mean_lrap(**kw):
+        return np.mean([lrap(Yt, Forest(n_estimators=40, random_state=s, **kw).fit(Xl, Yl).predict(Xt))
+                        for s in range(3)])
+
+    base = mean_lrap()
+    big = mean_lrap(output_projection="gaussian", n_components=4 * Y.shape[1])
+    assert base > 0.7  # the problem is learnable
+    assert abs(big - base) < 0.01, (base, big)
 
 
 # ------------------------------------------------------------------------------------------ determinism, API
@@ -201,5 +211,7 @@ def test_bad_shapes(tree_class, multilabel):
     with pytest.raises(ParameterError, match="rows"):
         RandomForestRegressor(n_estimators=2).fit(X, Y[:-1])
     f = RandomForestRegressor(n_estimators=2, random_state=0).fit(X, Y)
-    with pytest.raises(ParameterError, match="expected"):
+    with pytest.raises(ValueError, match="features"):
         f.predict(Xt[:, :-1])
+    with pytest.raises(ValueError, match="y to be passed"):
+        RandomForestRegressor(n_estimators=2).fit(X, None)

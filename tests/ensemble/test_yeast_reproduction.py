@@ -66,7 +66,7 @@ def test_yeast_table_5_1_rows():
     print("\nyeast, Table 5.1 (10 random 1500/917 splits, t=100, k=sqrt(p), LRAP mean +- std, ddof=0)")
     print(f"{'method':22s} {'ours':>16s} {'paper':>16s}")
     for m, (mean, std) in ours.items():
-        print(f"{m:22s} {mean:8.3f} +- {std:.3f} {ref[m][0]:8.3f} +- {ref[m][1]:.3f}")
+        print(f"{m:22s} {mean:8.4f} +- {std:.4f} {ref[m][0]:8.3f} +- {ref[m][1]:.3f}")
     mean, _ = ours["rf"]
     assert abs(mean - ref["rf"][0]) <= ref["rf"][1], (mean, ref["rf"])
     for m in ("rf_gaussian_q_1", "rf_gaussian_q_ln_d", "rf_gaussian_q_d"):

@@ -61,6 +61,7 @@ def test_same_tree_as_sklearn(d, params):
     np.testing.assert_allclose(ours.predict(X), ref.predict(X), rtol=0, atol=1e-10)
     np.testing.assert_array_equal(ours.apply(X), ref.apply(X))
     np.testing.assert_array_equal(ours.decision_path(X).toarray(), ref.decision_path(X).toarray())
+    np.testing.assert_allclose(ours.feature_importances_, ref.feature_importances_, atol=1e-10)
     assert ours.get_depth() == ref.get_depth()
     assert ours.get_n_leaves() == ref.get_n_leaves()
     assert ours.predict(X).shape == ref.predict(X).shape
@@ -81,6 +82,8 @@ def test_best_first_same_as_sklearn(max_leaf_nodes):
     ref = SkTree(max_leaf_nodes=max_leaf_nodes, min_samples_leaf=20, random_state=0).fit(X, y)
     assert ours.get_n_leaves() == max_leaf_nodes
     assert_same_tree(ours, ref)
+    np.testing.assert_array_equal(ours.decision_path(X).toarray(), ref.decision_path(X).toarray())
+    np.testing.assert_array_equal(ours.apply(X), ref.apply(X))
 
 
 @pytest.mark.parametrize("splitter", ["best", "random"])
@@ -134,6 +137,11 @@ def test_csc_binary_search_and_mapping_paths():
 def test_layout_is_kept():
     X, y = _data()
     Xf = np.asfortranarray(X)
+    est = DecisionTreeRegressor()
+    assert np.shares_memory(est._validate_X(Xf, reset=True, for_fit=True), Xf)
+    assert np.shares_memory(est._validate_X(X, reset=True, for_fit=True), X)
+    assert est._validate_X(np.asfortranarray(X, dtype=np.float64), reset=True,
+                           for_fit=True).flags.f_contiguous
     est = DecisionTreeRegressor(max_depth=2).fit(Xf, y)
     assert est.tree_.node_count == 7
     # float64 input is converted to float32; explicit zeros in CSC are ignored
@@ -348,3 +356,60 @@ def test_bad_inputs():
     est = DecisionTreeRegressor(max_depth=2).fit(X, y)
     with pytest.raises(ValueError):
         est.predict(X[:, :3])
+
+
+# --------------------------------------------------------------------------- CSC extraction
+def test_mapping_array_thesis_example():
+    from forestbench.tree._partitioner import _extract_for_test
+    L = [9, 1, 5, 3, 2, 7, 4, 8, 6, 0]
+    X = sp.csc_matrix((10, 1), dtype=np.float32)     # empty column: L is left as is
+    samples, mapping, _, _, _ = _extract_for_test(X, L, 0, 10, 0, 0.1)
+    np.testing.assert_array_equal(samples, L)
+    np.testing.assert_array_equal(mapping, [9, 1, 4, 3, 6, 2, 8, 5, 7, 0])
+
+
+@pytest.mark.parametrize("switch", [0.0, 1e12])
+def test_extract_nnz_blocks(switch):
+    """Both extraction paths give the negative | zero | positive block structure,
+    keep the mapping invariant and leave the node's multiset of samples unchanged."""
+    from forestbench.tree._partitioner import _extract_for_test
+    rng = np.random.RandomState(0)
+    n = 60
+    dense = rng.randn(n, 4).astype(np.float32)
+    dense[rng.rand(n, 4) < 0.5] = 0
+    X = sp.csc_matrix(dense)
+    for trial in range(20):
+        L = rng.permutation(n)
+        start, end = sorted(rng.choice(n + 1, 2, replace=False))
+        f = trial % 4
+        samples, mapping, Xf, end_neg, start_pos = _extract_for_test(X, L, start, end, f, switch)
+        np.testing.assert_array_equal(mapping[samples], np.arange(n))
+        assert sorted(samples[start:end]) == sorted(L[start:end])
+        np.testing.assert_array_equal(samples[:start], L[:start])
+        np.testing.assert_array_equal(samples[end:], L[end:])
+        col = dense[:, f]
+        assert np.all(col[samples[start:end_neg]] < 0)
+        assert np.all(col[samples[end_neg:start_pos]] == 0)
+        assert np.all(col[samples[start_pos:end]] > 0)
+        np.testing.assert_array_equal(Xf[start:end_neg], col[samples[start:end_neg]])
+        np.testing.assert_array_equal(Xf[start_pos:end], col[samples[start_pos:end]])
+
+
+def test_count_constant_features_rules():
+    rng = np.random.RandomState(0)
+    X = rng.rand(300, 12).astype(np.float32)
+    X[:, 6:] = 0.0                                  # 6 constant features
+    y = X[:, 0] + X[:, 1] * X[:, 2] + 0.01 * rng.randn(300)
+    for splitter in ("best", "random"):
+        a = DecisionTreeRegressor(splitter=splitter, min_samples_leaf=10, random_state=0).fit(X, y)
+        b = DecisionTreeRegressor(splitter=splitter, min_samples_leaf=10, count_constant_features=True,
+                                  random_state=0).fit(X, y)
+        # all features scored, no ties: same tree (the visiting orders differ)
+        if splitter == "best":
+            assert_same_tree(a, b, value_atol=1e-12)
+        for rule in (False, True):
+            est = DecisionTreeRegressor(splitter=splitter, max_features=2, count_constant_features=rule,
+                                        random_state=0).fit(X, y)
+            used = set(est.tree_.feature[est.tree_.feature >= 0])
+            assert used <= set(range(6))
+            np.testing.assert_allclose(est.predict(X), y, atol=1e-12)  # still fully grown

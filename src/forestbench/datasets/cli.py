@@ -27,8 +27,8 @@ def _checksum_state(name: str, entry: dict, lock) -> str:
     from forestbench.datasets.download import remote_files
 
     files = remote_files(entry)
-    if not files:
-        return "-"
+    if not files or not any(f.urls for f in files):
+        return "-"  # nothing to download (embedded, or only a local_path can supply the files)
     if all(f.sha256 for f in files):
         return "pinned"
     if all(f.sha256 or lock.get(f"{name}/{f.stored_name}") for f in files):

@@ -210,9 +210,11 @@ class Downloader:
                 self.log(f"[{dataset}] {stored}: cached file does not verify (expected sha256 {expected} from {origin},"
                          f" got {actual}); downloading it again")
                 stored.unlink()
+        downloaded = False
         if not stored.exists():
             self._remove_stale_parts(directory, rf.stored_name)
             self._download_any(dataset, rf, stored, expected, expected_size)
+            downloaded = True
             if expected is None:
                 actual = sha256_file(stored)
                 self.lock.record(key, actual, stored.stat().st_size, rf.urls[0] if rf.urls else "")
@@ -220,6 +222,8 @@ class Downloader:
                          f"{self.lock.path} (later downloads are verified against it)")
         if rf.archive:
             target = directory / rf.name
+            if downloaded and target.exists():  # a new archive: its old extraction may be stale
+                target.unlink()
             if not target.exists():
                 self._remove_stale_parts(directory, rf.name)
                 extract(dataset, stored, rf.archive, rf.member, target)
@@ -493,3 +497,4 @@ def verify_dataset(name: str, entry: dict, root: str | os.PathLike | None = None
         else:
             report.append((rf.stored_name, "ok", actual))
     return report
+

@@ -335,7 +335,7 @@ def build_dataset(name: str, entry: dict, raw_dir: str | os.PathLike) -> Dataset
             raise ConfigError(f"dataset {name!r}: unknown builder {src['builder']!r} (known: {', '.join(SPECIAL)})")
         X, Y, given, extra = builder(name, entry, raw_dir)
         meta.update(extra)
-        return Dataset(name, X, Y, task, meta, given)
+        return Dataset(name, X, _finish_outputs(name, task, Y, meta), task, meta, given)
 
     specs = _file_specs(name, entry)
     layout = src.get("layout") or {"type": "single", "data": [next(iter(specs))]}
@@ -381,6 +381,9 @@ def build_dataset(name: str, entry: dict, raw_dir: str | os.PathLike) -> Dataset
     how = labels.get("from")
     if how == "inline":
         X, Y = table.data, table.Y
+        if Y is None:
+            raise ConfigError(f"dataset {name!r}: labels.from 'inline' needs svmlight/XC files; for ARFF or CSV "
+                              "say where the outputs are (xml, meka, last, first, hierarchical, table)")
         attrs = [Attribute(f"x{j}", "numeric") for j in range(X.shape[1])]
         out_names = None
     elif how == "table":

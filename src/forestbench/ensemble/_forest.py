@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from forestbench.projections import (
     PROJECTION_KINDS,
@@ -133,17 +134,16 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
                                  f"for Y with {n_outputs} outputs")
         return phi, phi.shape[0]
 
-    @staticmethod
-    def _check_xy(X, Y, sample_weight):
-        # the kernel grows on float32 inputs: convert once here rather than once per tree
+    def _check_xy(self, X, Y, sample_weight):
+        if Y is None:
+            raise ParameterError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        # the kernel grows on float32 inputs: convert once here rather than once per tree (CSC for sparse X)
+        X = validate_data(self, X, reset=True, dtype=np.float32, accept_sparse=["csc", "csr", "coo"],
+                          ensure_min_samples=1)
         if sp.issparse(X):
-            X = sp.csc_matrix(X, dtype=np.float32)
-        else:
-            X = np.asarray(X, dtype=np.float32)
-            if X.ndim != 2:
-                raise ParameterError(f"X must be 2-D, got shape {X.shape}")
-            if not (X.flags.c_contiguous or X.flags.f_contiguous):
-                X = np.ascontiguousarray(X)
+            X = sp.csc_matrix(X)
+        elif not (X.flags.c_contiguous or X.flags.f_contiguous):
+            X = np.ascontiguousarray(X)
         if sp.issparse(Y):
             Y = sp.csr_matrix(Y, dtype=np.float64)
             Y.sum_duplicates()
@@ -172,10 +172,10 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         return X, Y, one_d, sample_weight
 
     # ------------------------------------------------------------------------------------------------------ fit
-    def fit(self, X, Y, sample_weight=None):
-        """Grow the forest on inputs ``X`` (n, p) and outputs ``Y`` (n, d), dense or sparse CSR (e.g. a label
-        matrix)."""
-        X, Y, one_d, sample_weight = self._check_xy(X, Y, sample_weight)
+    def fit(self, X, y, sample_weight=None):
+        """Grow the forest on inputs ``X`` (n, p) and outputs ``y`` (n, d) or (n,), dense or sparse CSR (e.g. a
+        label matrix)."""
+        X, Y, one_d, sample_weight = self._check_xy(X, y, sample_weight)
         n, d = Y.shape
         kind, q = self._validate_params(d)
         tree_cls = _tree_class()
@@ -238,7 +238,6 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         self._projection_kind = kind
         self.n_outputs_ = d
         self.n_components_ = q
-        self.n_features_in_ = X.shape[1]
         self._y_one_d = one_d
         return self
 
@@ -262,10 +261,14 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------------------------------- predict
     def _check_fitted(self):
-        if not hasattr(self, "estimators_"):
-            from sklearn.exceptions import NotFittedError
+        check_is_fitted(self, "estimators_")
 
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
 
     def _tree_predict(self, i, X):
         if self.leaf_values_ is None:
@@ -279,9 +282,8 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         """Average of the trees' leaf means of the original outputs: an (n, d) float64 array ((n,) if fitted on a
         1-D ``y``). The sum runs over the trees in a fixed order, so the result does not depend on ``n_jobs``."""
         self._check_fitted()
-        X = sp.csr_matrix(X, dtype=np.float32) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float32)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise ParameterError(f"X has shape {X.shape}, expected (n, {self.n_features_in_})")
+        X = validate_data(self, X, reset=False, dtype=np.float32, accept_sparse=["csr", "csc", "coo"])
+        X = sp.csr_matrix(X) if sp.issparse(X) else np.ascontiguousarray(X)
         n = X.shape[0]
         out = np.zeros((n, self.n_outputs_), dtype=np.float64)
         blocks = [(s, min(s + _PREDICT_BLOCK, n)) for s in range(0, n, _PREDICT_BLOCK)]

@@ -210,8 +210,14 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         The papers' n_min: a node with fewer samples is a leaf.
     min_samples_leaf : int >= 1 or float in (0, 1)
     max_features : int, float, "sqrt", "log2" or None
-        Features drawn per node without replacement; features found constant
-        in the node do not count (as scikit-learn).
+        Number K of features scored per node, drawn without replacement.
+    count_constant_features : bool, default False
+        False (Extra-Trees paper, Geurts et al. 2006): K *non-constant*
+        features are scored; features found constant in the node are not
+        counted and features known constant from an ancestor are never drawn.
+        True: scikit-learn's rule, every draw counts (constants included) but
+        drawing continues until at least one non-constant feature is scored.
+        Identical when K = n_features.
     max_leaf_nodes : int >= 2 or None
         If set, the tree is grown best-first (largest weighted impurity
         decrease first) up to this many leaves; otherwise depth-first.
@@ -241,7 +247,8 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
 
     def __init__(self, *, splitter="best", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, max_features=None, max_leaf_nodes=None,
-                 min_impurity_decrease=0.0, weighted_counts=True, random_state=None):
+                 min_impurity_decrease=0.0, weighted_counts=True,
+                 count_constant_features=False, random_state=None):
         self.splitter = splitter
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -250,6 +257,7 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         self.max_leaf_nodes = max_leaf_nodes
         self.min_impurity_decrease = min_impurity_decrease
         self.weighted_counts = weighted_counts
+        self.count_constant_features = count_constant_features
         self.random_state = random_state
 
     def __sklearn_tags__(self):
@@ -355,6 +363,7 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         if mid < 0:
             raise ValueError("min_impurity_decrease must be >= 0")
         return dict(random_split=self.splitter == "random",
+                    count_constant_features=bool(self.count_constant_features),
                     max_features=self._resolve_max_features(n_features),
                     max_depth=max_depth, min_samples_split=min_samples_split,
                     min_samples_leaf=min_samples_leaf, min_weight_leaf=0.0,
@@ -427,6 +436,24 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
     def get_n_leaves(self):
         check_is_fitted(self, "tree_")
         return self.tree_.n_leaves
+
+    @property
+    def feature_importances_(self):
+        """Normalised mean decrease of impurity (of the split targets) per feature."""
+        check_is_fitted(self, "tree_")
+        t = self.tree_
+        imp = np.zeros(t.n_features, dtype=np.float64)
+        internal = np.flatnonzero(t.children_left >= 0)
+        if internal.size:
+            w, i = t.weighted_n_node_samples, t.impurity
+            left, right = t.children_left[internal], t.children_right[internal]
+            decrease = w[internal] * i[internal] - w[left] * i[left] - w[right] * i[right]
+            np.add.at(imp, t.feature[internal], decrease)
+            imp /= w[0]
+            total = imp.sum()
+            if total > 0:
+                imp /= total
+        return imp
 
     @property
     def model_bytes_(self):

@@ -1,4 +1,4 @@
-from forestbench.tree._utils cimport intp_t, float64_t, int32_t
+from forestbench.tree._utils cimport intp_t, float32_t, float64_t, int32_t
 
 
 cdef class Criterion:
@@ -33,6 +33,8 @@ cdef class Criterion:
 cdef class DenseCriterion(Criterion):
     cdef const float64_t* Z               # C-contiguous (n, n_outputs)
     cdef float64_t* sum_right
+
+    cdef intp_t set_left_by_threshold(self, const float32_t* Xf, float64_t threshold) noexcept nogil
 
 
 cdef class SparseCriterion(Criterion):

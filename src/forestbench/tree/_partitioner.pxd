@@ -40,6 +40,9 @@ cdef class SparsePartitioner(Partitioner):
     cdef intp_t end_negative     # Xf[start:end_negative] < 0
     cdef intp_t start_positive   # Xf[start_positive:end] > 0, zeros in between
 
+    cdef object _log_nnz
+    cdef const float64_t* log_nnz  # ln(nnz of each column), for the extraction switch
+    cdef float64_t log_n           # ln(node size)
+    cdef public float64_t extract_switch   # 0.1 (Eq. 8.6); tests force one path
+
     cdef void extract_nnz(self, intp_t f) noexcept nogil
-    cdef void _sparse_swap(self, intp_t a, intp_t b) noexcept nogil
-    cdef void _take(self, intp_t position, float32_t value) noexcept nogil

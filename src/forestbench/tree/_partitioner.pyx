@@ -5,7 +5,7 @@ Fortran array is scanned column-contiguously and a C array is not copied.
 
 Sparse CSC input follows thesis ch.8 (spec compress_sparse.md part B). A
 mapping array keeps ``mapping[samples[p]] == p`` for every position p (every
-swap of ``samples`` goes through ``_sparse_swap``), so "row i is in the node"
+swap of ``samples`` goes through ``_swap_mapped``), so "row i is in the node"
 is the O(1) test ``start <= mapping[i] < end``. For feature j the non-zeros of
 the node are extracted either by scanning the column and testing each row with
 the mapping (cost O(nnz_j)) or, when the node is small compared to the column,
@@ -145,6 +145,15 @@ cdef int _cmp_intp(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+cdef inline void _swap_mapped(intp_t* samples, intp_t* mapping, intp_t a, intp_t b) noexcept nogil:
+    # every move of a sample keeps mapping[samples[p]] == p (thesis Alg. 8.3)
+    cdef intp_t s = samples[a]
+    samples[a] = samples[b]
+    samples[b] = s
+    mapping[samples[a]] = a
+    mapping[s] = b
+
+
 cdef inline intp_t _lower_bound(const int32_t* a, intp_t lo, intp_t hi, intp_t target) noexcept nogil:
     # first k in [lo, hi) with a[k] >= target
     cdef intp_t mid
@@ -174,6 +183,12 @@ cdef class SparsePartitioner(Partitioner):
         self.indices = &iv[0] if iv.shape[0] > 0 else NULL
         self.indptr = &pv[0]
         self.n_rows = n_rows
+        self.extract_switch = 0.1
+        nnz = np.diff(indptr).astype(np.float64)
+        with np.errstate(divide="ignore"):
+            self._log_nnz = np.ascontiguousarray(np.log(np.maximum(nnz, 1.0)))
+        cdef const float64_t[::1] lv = self._log_nnz
+        self.log_nnz = &lv[0] if lv.shape[0] > 0 else NULL
 
     def __dealloc__(self):
         free(self.mapping)
@@ -198,72 +213,82 @@ cdef class SparsePartitioner(Partitioner):
         self.start = start
         self.end = end
         self.is_samples_sorted = 0
-
-    cdef void _sparse_swap(self, intp_t a, intp_t b) noexcept nogil:
-        cdef intp_t s = self.samples[a]
-        self.samples[a] = self.samples[b]
-        self.samples[b] = s
-        self.mapping[self.samples[a]] = a
-        self.mapping[s] = b
-
-    cdef void _take(self, intp_t position, float32_t value) noexcept nogil:
-        # the sample at `position` has non-zero `value`: move it to its block
-        if value > 0:
-            self.start_positive -= 1
-            self.Xf[self.start_positive] = value
-            self._sparse_swap(position, self.start_positive)
-        elif value < 0:
-            self.Xf[self.end_negative] = value
-            self._sparse_swap(position, self.end_negative)
-            self.end_negative += 1
-        # stored zeros stay in the zero block
+        self.log_n = log(<double>(end - start)) if end > start else 0.0
 
     cdef void extract_nnz(self, intp_t f) noexcept nogil:
         cdef intp_t k_start = self.indptr[f], k_end = self.indptr[f + 1]
         cdef intp_t n_nz = k_end - k_start
         cdef intp_t start = self.start, end = self.end, n = end - start
         cdef intp_t k, idx, p, target
-        self.end_negative = start
-        self.start_positive = end
-        if n_nz == 0:
-            return
-        if ((1 - self.is_samples_sorted) * n * log(<double>n) + n * log(<double>n_nz)
-                < 0.1 * n_nz):
-            # binary search of each (sorted) node sample in the sorted column
-            if not self.is_samples_sorted:
-                for p in range(start, end):
-                    self.sorted_samples[p] = self.samples[p]
-                qsort(self.sorted_samples + start, n, sizeof(intp_t), _cmp_intp)
-                self.is_samples_sorted = 1
-            k_start = _lower_bound(self.indices, k_start, k_end, self.sorted_samples[start])
-            k_end = _lower_bound(self.indices, k_start, k_end, self.sorted_samples[end - 1] + 1)
-            p = start
-            while p < end and k_start < k_end:
-                target = self.sorted_samples[p]
-                k = _lower_bound(self.indices, k_start, k_end, target)
-                if k < k_end and self.indices[k] == target:
-                    self._take(self.mapping[target], self.data[k])
-                    k_start = k + 1
-                else:
-                    k_start = k
-                p += 1
-        else:
-            # scan the column, O(1) membership test through the mapping array
-            for k in range(k_start, k_end):
-                idx = self.mapping[self.indices[k]]
-                if start <= idx < end:
-                    self._take(idx, self.data[k])
+        # locals (built with -fno-strict-aliasing: fields would be reloaded in the loops)
+        cdef intp_t end_negative = start, start_positive = end
+        cdef intp_t* samples = self.samples
+        cdef intp_t* mapping = self.mapping
+        cdef intp_t* sorted_samples = self.sorted_samples
+        cdef const int32_t* indices = self.indices
+        cdef const float32_t* data = self.data
+        cdef float32_t* Xf = self.Xf
+        cdef float32_t v
+        if n_nz > 0:
+            if ((1 - self.is_samples_sorted) * n * self.log_n + n * self.log_nnz[f]
+                    < self.extract_switch * n_nz):
+                # binary search of each (sorted) node sample in the sorted column
+                if not self.is_samples_sorted:
+                    for p in range(start, end):
+                        sorted_samples[p] = samples[p]
+                    qsort(sorted_samples + start, n, sizeof(intp_t), _cmp_intp)
+                    self.is_samples_sorted = 1
+                k_start = _lower_bound(indices, k_start, k_end, sorted_samples[start])
+                k_end = _lower_bound(indices, k_start, k_end, sorted_samples[end - 1] + 1)
+                p = start
+                while p < end and k_start < k_end:
+                    target = sorted_samples[p]
+                    k = _lower_bound(indices, k_start, k_end, target)
+                    if k < k_end and indices[k] == target:
+                        v = data[k]
+                        idx = mapping[target]
+                        if v > 0:
+                            start_positive -= 1
+                            Xf[start_positive] = v
+                            _swap_mapped(samples, mapping, idx, start_positive)
+                        elif v < 0:
+                            Xf[end_negative] = v
+                            _swap_mapped(samples, mapping, idx, end_negative)
+                            end_negative += 1
+                        k_start = k + 1
+                    else:
+                        k_start = k
+                    p += 1
+            else:
+                # scan the column, O(1) membership test through the mapping array
+                for k in range(k_start, k_end):
+                    idx = mapping[indices[k]]
+                    if start <= idx < end:
+                        v = data[k]
+                        if v > 0:
+                            start_positive -= 1
+                            Xf[start_positive] = v
+                            _swap_mapped(samples, mapping, idx, start_positive)
+                        elif v < 0:
+                            Xf[end_negative] = v
+                            _swap_mapped(samples, mapping, idx, end_negative)
+                            end_negative += 1
+                        # stored zeros stay in the zero block
+        self.end_negative = end_negative
+        self.start_positive = start_positive
 
     cdef void sort_feature(self, intp_t f) noexcept nogil:
         cdef intp_t p
+        cdef intp_t* samples = self.samples
+        cdef intp_t* mapping = self.mapping
         self.extract_nnz(f)
-        sort_values(self.Xf + self.start, self.samples + self.start, self.end_negative - self.start)
+        sort_values(self.Xf + self.start, samples + self.start, self.end_negative - self.start)
         for p in range(self.start, self.end_negative):
-            self.mapping[self.samples[p]] = p
-        sort_values(self.Xf + self.start_positive, self.samples + self.start_positive,
+            mapping[samples[p]] = p
+        sort_values(self.Xf + self.start_positive, samples + self.start_positive,
                     self.end - self.start_positive)
         for p in range(self.start_positive, self.end):
-            self.mapping[self.samples[p]] = p
+            mapping[samples[p]] = p
         # zero sentinels so that next_p moves the whole zero block at once
         if self.end_negative < self.start_positive:
             self.start_positive -= 1
@@ -313,6 +338,7 @@ cdef class SparsePartitioner(Partitioner):
         # valid right after extract_nnz (blocks not moved by sentinels)
         cdef intp_t p, stop
         cdef float32_t tv
+        cdef float32_t* Xf = self.Xf
         if threshold < 0.0:
             p = self.start
             stop = self.end_negative
@@ -322,16 +348,36 @@ cdef class SparsePartitioner(Partitioner):
         else:
             return self.start_positive
         while p < stop:
-            if self.Xf[p] <= threshold:
+            if Xf[p] <= threshold:
                 p += 1
             else:
                 stop -= 1
-                tv = self.Xf[p]
-                self.Xf[p] = self.Xf[stop]
-                self.Xf[stop] = tv
-                self._sparse_swap(p, stop)
+                tv = Xf[p]
+                Xf[p] = Xf[stop]
+                Xf[stop] = tv
+                _swap_mapped(self.samples, self.mapping, p, stop)
         return stop
 
     cdef void partition_final(self, intp_t f, float64_t threshold) noexcept nogil:
         self.extract_nnz(f)
         self.partition_samples(threshold)
+
+
+def _extract_for_test(X, samples, intp_t start, intp_t end, intp_t feature, double switch):
+    """Run the CSC extraction once (tests only).
+
+    Returns ``(samples, mapping, Xf, end_negative, start_positive)`` after
+    ``extract_nnz`` of ``feature`` on the node ``samples[start:end]``;
+    ``switch`` = 0 forces the mapping scan, a huge value the binary search.
+    """
+    cdef SparsePartitioner part = SparsePartitioner(X.shape[0], X.data, X.indices, X.indptr)
+    s = np.array(samples, dtype=np.intp)
+    xf = np.zeros(s.shape[0], dtype=np.float32)
+    cdef intp_t[::1] sv = s
+    cdef float32_t[::1] xv = xf
+    part.set_buffers(&sv[0], &xv[0], s.shape[0])
+    part.extract_switch = switch
+    part.init_node(start, end)
+    part.extract_nnz(feature)
+    mapping = np.array([part.mapping[i] for i in range(part.n_rows)], dtype=np.intp)
+    return s, mapping, xf, part.end_negative, part.start_positive

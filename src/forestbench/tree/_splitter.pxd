@@ -31,6 +31,8 @@ cdef class Splitter:
     cdef intp_t min_samples_leaf
     cdef float64_t min_weight_leaf
     cdef bint random_split
+    cdef bint count_constant_features
+    cdef bint scan_random             # dense X and dense Z: score random thresholds in one pass
     cdef uint64_t rng_state
     cdef intp_t start, end
 

@@ -1,14 +1,23 @@
 """Best (CART) and random (Extra-Trees) node splitting.
 
-Feature sampling follows scikit-learn: features are drawn without
-replacement; a drawn feature found constant in the node does not count
-towards ``max_features`` (drawing continues, but at least one non-constant
-feature must have been evaluated once ``max_features`` draws are made);
-features known constant from an ancestor are skipped without evaluation.
-``features`` is kept as
+Feature sampling: features are drawn uniformly without replacement and a
+feature found constant in the node (all its values within 1e-7) is never
+scored. Two rules for what counts towards ``max_features`` = K:
+
+* default (``count_constant_features=False``, Extra-Trees paper): K
+  non-constant features are scored (fewer if the node has fewer); constants
+  found in the node do not count, and features known constant from an ancestor
+  are not eligible at all (never drawn);
+* ``count_constant_features=True`` (scikit-learn): every draw counts, including
+  draws of ancestor constants and of new constants, except that drawing goes on
+  past K until at least one non-constant feature has been scored.
+
+With K = n_features both score every non-constant feature. ``features`` is
+kept as
     [known constants not yet drawn | known constants drawn | new constants |
      unvisited | visited non-constant]
-so that every draw is one uniform integer among the candidates.
+so that every draw is one uniform integer among the candidates; constants
+found in a node are passed on to its children.
 
 Best splitter: sort the node's values of the feature, sweep thresholds at the
 midpoints between consecutive distinct values (x <= threshold goes left).
@@ -24,6 +33,8 @@ from libc.math cimport INFINITY, fabs
 import numpy as np
 
 from forestbench.tree._utils cimport rand_int, rand_uniform, seed_state
+from forestbench.tree._criterion cimport DenseCriterion
+from forestbench.tree._partitioner cimport DensePartitioner
 
 cdef float32_t FEATURE_THRESHOLD = 1e-7
 # A candidate replaces the current best only if its proxy is larger by this
@@ -43,7 +54,7 @@ cdef class Splitter:
     def __init__(self, Criterion criterion, Partitioner partitioner, LeafTargets leaf_targets,
                  samples, sample_weight, intp_t n_features, intp_t max_features,
                  intp_t min_samples_leaf, float64_t min_weight_leaf, bint random_split,
-                 unsigned long long seed):
+                 unsigned long long seed, bint count_constant_features=False):
         """``samples``: int array of the rows used (weight > 0); ``sample_weight``: float64
         array over all rows, or None."""
         cdef intp_t i
@@ -76,6 +87,9 @@ cdef class Splitter:
         self.min_samples_leaf = min_samples_leaf
         self.min_weight_leaf = min_weight_leaf
         self.random_split = random_split
+        self.count_constant_features = count_constant_features
+        self.scan_random = (isinstance(criterion, DenseCriterion) and
+                            isinstance(partitioner, DensePartitioner))
         self.rng_state = seed_state(seed)
         criterion.set_samples(self.samples, self.sample_weight, self.weighted_n_samples)
         partitioner.set_buffers(self.samples, self.Xf, self.n_samples)
@@ -114,9 +128,15 @@ cdef class Splitter:
         cdef intp_t best_feature = 0, best_pos = end
         cdef float32_t min_value, max_value
 
+        if not self.count_constant_features:
+            # ancestors' constants are not eligible: treat them as already drawn
+            n_drawn_constants = n_known_constants
         while (f_i > n_total_constants and
-               (n_visited < self.max_features or
-                n_visited <= n_found_constants + n_drawn_constants)):
+               ((self.count_constant_features and
+                 (n_visited < self.max_features or
+                  n_visited <= n_found_constants + n_drawn_constants)) or
+                (not self.count_constant_features and
+                 self.n_features - f_i < self.max_features))):
             n_visited += 1
             f_j = rand_int(n_drawn_constants, f_i - n_found_constants, &self.rng_state)
             if f_j < n_known_constants:
@@ -176,11 +196,16 @@ cdef class Splitter:
                 threshold = rand_uniform(min_value, max_value, &self.rng_state)
                 if threshold == max_value:
                     threshold = min_value
-                pos = self.partitioner.partition_samples(threshold)
-                if pos - start < msl or end - pos < msl:
-                    continue
-                self.criterion.reset()
-                self.criterion.update(pos)
+                if self.scan_random:
+                    pos = start + (<DenseCriterion>self.criterion).set_left_by_threshold(Xf, threshold)
+                    if pos - start < msl or end - pos < msl:
+                        continue
+                else:
+                    pos = self.partitioner.partition_samples(threshold)
+                    if pos - start < msl or end - pos < msl:
+                        continue
+                    self.criterion.reset()
+                    self.criterion.update(pos)
                 if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
                     continue
                 proxy = self.criterion.proxy_impurity_improvement()

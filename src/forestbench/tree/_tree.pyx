@@ -393,7 +393,8 @@ cdef FrontierRecord _heap_pop(FrontierRecord* heap, intp_t* n) noexcept nogil:
 def build_tree(X, Y, Z, sample_weight, *, bint random_split, intp_t max_features,
                intp_t max_depth, intp_t min_samples_split, intp_t min_samples_leaf,
                float64_t min_weight_leaf, float64_t min_impurity_decrease,
-               intp_t max_leaf_nodes, unsigned long long seed, float64_t min_weight_split=0.0):
+               intp_t max_leaf_nodes, unsigned long long seed, float64_t min_weight_split=0.0,
+               bint count_constant_features=False):
     """Grow one tree and return the dict of its arrays.
 
     X: 2-D float32 C- or Fortran-contiguous array, or scipy CSC (float32 data,
@@ -424,7 +425,7 @@ def build_tree(X, Y, Z, sample_weight, *, bint random_split, intp_t max_features
         samples = np.flatnonzero(np.asarray(sample_weight) != 0).astype(np.intp)
     splitter = Splitter(criterion, partitioner, leaf_targets, samples, sample_weight,
                         n_features, max_features, min_samples_leaf, min_weight_leaf,
-                        random_split, seed)
+                        random_split, seed, count_constant_features)
     builder = TreeBuilder(splitter, Y.shape[1], sp.issparse(Y), max_depth, min_samples_split,
                           min_samples_leaf, min_weight_leaf, min_impurity_decrease,
                           max_leaf_nodes, min_weight_split)

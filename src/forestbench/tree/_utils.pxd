@@ -17,8 +17,8 @@ cdef inline uint64_t rng_next(uint64_t* state) noexcept nogil:
 
 
 cdef inline intp_t rand_int(intp_t low, intp_t high, uint64_t* state) noexcept nogil:
-    """Integer in [low, high) (high > low)."""
-    return low + <intp_t>(rng_next(state) % <uint64_t>(high - low))
+    """Integer in [low, high) (0 < high - low < 2^32): multiply-shift of the top 32 bits."""
+    return low + <intp_t>(((rng_next(state) >> 32) * <uint64_t>(high - low)) >> 32)
 
 
 cdef inline float64_t rand_uniform(float64_t low, float64_t high, uint64_t* state) noexcept nogil:

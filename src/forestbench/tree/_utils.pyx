@@ -1,7 +1,7 @@
 """C helpers of the tree kernel: RNG seeding and an introspective sort.
 
 The sort orders ``values[0:n]`` ascending and applies the same permutation to
-``samples[0:n]``. Long ranges (n >= RADIX_MIN) use a stable LSD radix sort on
+``samples[0:n]``. Ranges of n >= RADIX_MIN (64) use a stable LSD radix sort on
 the 32-bit keys of the floats (sign-flipped so that unsigned order equals
 float order; 8-bit digits, passes whose digit is the same for every key are
 skipped). Shorter ranges use a quicksort with a median-of-three pivot and a
@@ -15,7 +15,9 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset, memcpy
 from libc.stdint cimport uint32_t
 
-cdef intp_t RADIX_MIN = 512
+cdef intp_t RADIX_MIN = 64
+cdef enum:
+    RADIX_STACK = 1024
 
 cdef uint64_t seed_state(uint64_t seed) noexcept nogil:
     # splitmix64 finaliser spreads small integer seeds over the 64-bit state
@@ -152,9 +154,29 @@ cdef inline float32_t _key_float(uint32_t k) noexcept nogil:
 
 
 cdef int _radix_sort(float32_t* v, intp_t* s, intp_t n) noexcept nogil:
+    # short ranges use stack scratch space, long ones the heap
+    cdef uint32_t stack_keys[2 * RADIX_STACK]
+    cdef intp_t stack_s2[RADIX_STACK]
+    if n <= RADIX_STACK:
+        _radix_pass(v, s, n, stack_keys, stack_keys + RADIX_STACK, stack_s2)
+        return 0
     cdef uint32_t* keys = <uint32_t*> malloc(n * sizeof(uint32_t))
     cdef uint32_t* keys2 = <uint32_t*> malloc(n * sizeof(uint32_t))
     cdef intp_t* s2 = <intp_t*> malloc(n * sizeof(intp_t))
+    if keys == NULL or keys2 == NULL or s2 == NULL:
+        free(keys)
+        free(keys2)
+        free(s2)
+        return -1
+    _radix_pass(v, s, n, keys, keys2, s2)
+    free(keys)
+    free(keys2)
+    free(s2)
+    return 0
+
+
+cdef void _radix_pass(float32_t* v, intp_t* s, intp_t n, uint32_t* keys, uint32_t* keys2,
+                      intp_t* s2) noexcept nogil:
     cdef intp_t hist[4][256]
     cdef intp_t i, b, total, c, shift, pos
     cdef int d
@@ -165,11 +187,6 @@ cdef int _radix_sort(float32_t* v, intp_t* s, intp_t n) noexcept nogil:
     cdef intp_t* ssrc
     cdef intp_t* sdst
     cdef intp_t* ts
-    if keys == NULL or keys2 == NULL or s2 == NULL:
-        free(keys)
-        free(keys2)
-        free(s2)
-        return -1
     memset(&hist[0][0], 0, sizeof(hist))
     for i in range(n):
         u = _float_key(v[i])
@@ -209,10 +226,6 @@ cdef int _radix_sort(float32_t* v, intp_t* s, intp_t n) noexcept nogil:
         memcpy(s, ssrc, n * sizeof(intp_t))
     for i in range(n):
         v[i] = _key_float(src[i])
-    free(keys)
-    free(keys2)
-    free(s2)
-    return 0
 
 
 cdef void sort_values(float32_t* values, intp_t* samples, intp_t n) noexcept nogil:

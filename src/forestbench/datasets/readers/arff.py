@@ -151,8 +151,8 @@ def _read_header(fh, path) -> tuple[str, list[Attribute], int]:
             continue
         if not line.startswith("@"):
             raise ParseError(path, lineno, f"expected @relation, @attribute or @data, got {line[:40]!r}")
-        keyword, _, rest = line.partition(" ") if " " in line else line.partition("\t")
-        keyword = keyword.lower()
+        parts = line.split(None, 1)
+        keyword, rest = parts[0].lower(), (parts[1] if len(parts) > 1 else "")
         if keyword == "@relation":
             if relation is not None:
                 raise ParseError(path, lineno, "second @relation")
@@ -218,14 +218,16 @@ class _Decoder:
             else:
                 kind[j] = -2
         self.kind = kind
-        self.group_maps = [{v: float(i) for i, v in enumerate(values)} for values in groups]
+        self.group_maps = [{**{v: float(i) for i, v in enumerate(values)}, "?": np.nan} for values in groups]
         self.group_values = list(groups)
         self.has_text = bool((kind == -2).any())
 
     def decode(self, block: _Block, cols: np.ndarray, row0: int, text: dict) -> np.ndarray:
+        kinds = self.kind[cols]
+        if not self.group_maps and not self.has_text:  # all numeric: no regrouping needed
+            return to_float(self.path, block.vals, block.lengths, block.lines)
         vals = np.asarray(block.vals, dtype=object)
         out = np.empty(len(vals), dtype=np.float64)
-        kinds = self.kind[cols]
         num = kinds == -1
         if num.any():
             pos = np.flatnonzero(num)
@@ -234,22 +236,24 @@ class _Decoder:
             pos = np.flatnonzero(kinds == g)
             if not pos.size:
                 continue
-            uniq, inv = np.unique(vals[pos].astype(str), return_inverse=True)
-            codes = np.empty(len(uniq), dtype=np.float64)
-            for u, tok in enumerate(uniq):
-                if tok == "?":
-                    codes[u] = np.nan
-                elif tok in mapping:
-                    codes[u] = mapping[tok]
-                elif _unquote(tok) in mapping:
-                    codes[u] = mapping[_unquote(tok)]
-                else:
-                    k = int(pos[np.flatnonzero(inv == u)[0]])
+            toks = vals[pos].tolist()
+            try:
+                out[pos] = np.fromiter(map(mapping.__getitem__, toks), dtype=np.float64, count=len(toks))
+            except KeyError:
+                for k, tok in zip(pos.tolist(), toks):
+                    if tok in mapping:
+                        continue
+                    if _unquote(tok) in mapping:  # quoted spelling of a declared value
+                        out[k] = mapping[_unquote(tok)]
+                        continue
                     attr = self.attributes[int(cols[k])]
+                    values = self.group_values[g]
+                    shown = ",".join(values[:10]) + (",..." if len(values) > 10 else "")
                     raise ParseError(self.path, locate(block.lengths, block.lines, k),
-                                     f"value {tok!r} not declared for nominal attribute {attr.name!r} "
-                                     f"{{{','.join(self.group_values[g][:10])}{',...' if len(self.group_values[g]) > 10 else ''}}}")
-            out[pos] = codes[inv]
+                                     f"value {tok!r} not declared for nominal attribute {attr.name!r} {{{shown}}}")
+                else:
+                    ok = [k for k, tok in zip(pos.tolist(), toks) if tok in mapping]
+                    out[ok] = [mapping[vals[k]] for k in ok]
         if self.has_text:
             pos = np.flatnonzero(kinds == -2)
             if pos.size:
