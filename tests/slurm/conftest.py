@@ -96,8 +96,9 @@ def slurm_cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def slurm_client():
-    """SLURM's client tools on PATH (the executor plugin looks for them even in a dry run); no cluster needed."""
+def slurm_client(request):
+    """SLURM's client tools on PATH (the executor plugin looks for them even in a dry run). When they are missing,
+    the ``slurm_cluster`` fixture installs them (and starts the cluster the other SLURM tests use anyway)."""
     missing = [tool for tool in ("sbatch", "squeue", "sinfo") if shutil.which(tool) is None]
     if missing:
-        _unavailable(f"SLURM client tools not installed ({', '.join(missing)}); tests/slurm/ci.sh installs them")
+        request.getfixturevalue("slurm_cluster")

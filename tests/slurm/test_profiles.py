@@ -1,7 +1,7 @@
 """The SLURM profiles build the full reproduction's DAG (dry run): every job's resources evaluate, the fit chunks
 group without conflicts (timing experiments' exclusive nodes are never mixed with other fits), and the job counts
 agree with ``forestbench plan``. Marked ``slurm`` because the executor plugin runs on a machine with SLURM's
-client tools (installed by tests/slurm/ci.sh); it submits nothing."""
+client tools (the cluster fixture installs them when missing); it submits nothing."""
 from __future__ import annotations
 
 import re
