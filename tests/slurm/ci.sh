@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CI entry point of the SLURM tests (called by .ci/run):
+# The SLURM tests alone, as CI runs them (.ci/run runs them inside its single pytest, where the session fixture of
+# tests/slurm/conftest.py does the same start/stop):
 #   1. install Debian's munge, slurmctld, slurmd, slurm-client, slurmdbd and mariadb-server (apt-get) and start a
 #      single-node cluster on localhost (start_cluster.sh; every daemon's PID goes to $SLURM_DIR/*.pid);
 #   2. run the tests marked `slurm` against it, with FORESTBENCH_REQUIRE_SLURM=1 so that they cannot be skipped;

@@ -93,3 +93,12 @@ def slurm_cluster(tmp_path_factory):
     finally:
         subprocess.run(["bash", str(HERE / "stop_cluster.sh")], env=env, timeout=120)
         shutil.rmtree(slurm_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_client(request):
+    """SLURM's client tools on PATH (the executor plugin looks for them even in a dry run). When they are missing,
+    the ``slurm_cluster`` fixture installs them (and starts the cluster the other SLURM tests use anyway)."""
+    missing = [tool for tool in ("sbatch", "squeue", "sinfo") if shutil.which(tool) is None]
+    if missing:
+        request.getfixturevalue("slurm_cluster")

@@ -1,10 +1,11 @@
 """The SLURM profiles build the full reproduction's DAG (dry run): every job's resources evaluate, the fit chunks
 group without conflicts (timing experiments' exclusive nodes are never mixed with other fits), and the job counts
 agree with ``forestbench plan``. Marked ``slurm`` because the executor plugin runs on a machine with SLURM's
-client tools (installed by tests/slurm/ci.sh); it submits nothing."""
+client tools (the cluster fixture installs them when missing); it submits nothing."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,11 +26,10 @@ def _stats(text: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("profile, chunk", [("workflow/profiles/slurm", 8), ("workflow/profiles/slurm-array", 1)])
-def test_dry_run_of_the_thesis_configuration(tmp_path, profile, chunk):
+def test_dry_run_of_the_thesis_configuration(tmp_path, slurm_client, profile, chunk):
     for name in ("Snakefile", "workflow", "config", "envs"):
         src = REPO / name
         if src.is_dir():
-            import shutil
             shutil.copytree(src, tmp_path / name)
         elif src.exists():
             (tmp_path / name).write_bytes(src.read_bytes())

@@ -44,13 +44,11 @@ SBATCH = re.compile(r"sbatch call: (sbatch .*)")
 
 
 def _copy_workflow(dest: Path) -> Path:
-    """Snakefile, workflow/ and config/ of this checkout, with the tiny configuration as config/config.yaml."""
+    """Snakefile, workflow/, envs/ and config/ of this checkout, with the tiny configuration as config/config.yaml."""
     shutil.copy(REPO / "Snakefile", dest / "Snakefile")
     shutil.copytree(REPO / "workflow", dest / "workflow")
     shutil.copytree(REPO / "envs", dest / "envs")  # named by the rules' conda: directives
     shutil.copytree(REPO / "config", dest / "config")
-    if (REPO / "envs").is_dir():
-        shutil.copytree(REPO / "envs", dest / "envs")
     shutil.copy(HERE / "tiny.yaml", dest / "config" / "config.yaml")
     return dest
 
