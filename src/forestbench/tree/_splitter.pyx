@@ -26,9 +26,11 @@ found in a node are passed on to its children.
 Best splitter: sort the node's values of the feature, sweep thresholds at the
 midpoints between consecutive distinct values (x <= threshold goes left).
 Random splitter: one threshold uniform in [min, max) of the node's values
-(set to min if it rounds to max), then partition and score.
-Both evaluate the proxy of the variance decrease and keep the strictly best
-candidate; the chosen split's exact impurities are computed at the end.
+(set to min if it rounds to max), then score it (dense X and Z: one pass that
+sums the left side without moving samples; otherwise partition + update).
+Both evaluate the proxy of the variance decrease and keep the best candidate
+(a later one must beat it by the relative margin PROXY_RTOL); the samples are
+partitioned on the chosen split and its exact impurities computed at the end.
 """
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
