@@ -17,7 +17,7 @@ from forestbench.projections import (
     resolve_n_components,
 )
 
-REFERENCE = Path("/work/shared/reference/thesis_table_5_1.csv")
+REFERENCE = Path(__file__).resolve().parents[1] / "config" / "reference" / "thesis_table_5_1.csv"
 ALPHA = 1e-3  # significance of the distribution tests (seeds are fixed, so the outcome is deterministic)
 
 

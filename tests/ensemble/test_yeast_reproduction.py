@@ -15,7 +15,7 @@ from sklearn.metrics import label_ranking_average_precision_score
 
 from forestbench.ensemble import ExtraTreesRegressor, RandomForestRegressor
 
-REFERENCE = Path("/work/shared/reference")
+REFERENCE = Path(__file__).resolve().parents[2] / "config" / "reference"
 N_TRAIN, N_SPLITS = 1500, 10
 
 def _methods(prefix):
