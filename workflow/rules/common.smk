@@ -2,6 +2,14 @@
 import json
 import sys
 
+try:
+    import forestbench
+except ImportError as _exc:
+    raise WorkflowError(
+        f"forestbench is not importable by the Python running Snakemake ({sys.executable}): {_exc}. "
+        'Activate the environment where you ran `pip install -e ".[test]"` (or install it into this one) '
+        "and run snakemake from there."
+    )
 from forestbench.datasets.download import remote_files, unavailable_reason
 from forestbench.experiments import NAME_PATTERN, Job, Plan
 
