@@ -104,6 +104,7 @@ KIND_COLUMNS = {
     "results": {"dataset_id", "method_id", "metric", "value", "std"},
     "pvalues": {"row_method_id", "col_method_id", "p_value", "sign", "test", "metric"},
     "cd": {"row_type", "method_id", "average_rank", "value"},
+    "grid": {"method_id", "metric", "value", "n_estimators", "max_depth"},  # cells indexed by parameters (slides)
 }
 
 
@@ -116,7 +117,7 @@ def read_reference(reference_dir: Path, table: str) -> tuple[pd.DataFrame, str]:
     for kind, needed in KIND_COLUMNS.items():
         if needed <= set(frame.columns):
             return frame, kind
-    raise ConfigError(f"reference table {path} is neither a results, a p-value nor a critical-difference table "
+    raise ConfigError(f"reference table {path} is neither a results, a p-value, a critical-difference nor a parameter-grid table "
                       f"(columns: {', '.join(frame.columns)})")
 
 
@@ -419,4 +420,7 @@ def compare_any(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experi
         return compare(summarise(scores, str(ref_cfg["metric"])), ref_cfg, reference_dir, experiment)
     if kind == "pvalues":
         return compare_pvalues(scores, ref, ref_cfg, experiment)
+    if kind == "grid":
+        from forestbench.report.teaching import compare_grid
+        return compare_grid(scores, ref, ref_cfg, experiment)
     return compare_ranks(scores, ref, ref_cfg, experiment)
