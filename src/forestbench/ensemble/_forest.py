@@ -36,11 +36,13 @@ import numbers
 import os
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from forestbench.projections import (
@@ -181,6 +183,7 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         """Grow the forest on inputs ``X`` (n, p) and outputs ``y`` (n, d) or (n,), dense or sparse CSR (e.g. a
         label matrix)."""
+        self._check_oob_params()
         X, Y, one_d, sample_weight = self._check_xy(X, y, sample_weight)
         n, d = Y.shape
         kind, q = self._validate_params(d)
@@ -245,6 +248,7 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         self.n_outputs_ = d
         self.n_components_ = q
         self._y_one_d = one_d
+        self._compute_oob(X, Y)
         return self
 
     def _tree_weights(self, n, streams, sample_weight):
@@ -310,6 +314,62 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         self._check_fitted()
         return np.column_stack([t.apply(X) for t in self.estimators_])
 
+    # --------------------------------------------------------------------------------------------- out-of-bag
+    # As scikit-learn's forests: ``oob_score=True`` scores the out-of-bag prediction with R² (``r2_score``, averaged
+    # uniformly over the outputs), a callable ``oob_score(y_true, y_pred)`` replaces it. A row's out-of-bag prediction
+    # averages the trees whose bootstrap left it out (regenerated from each tree's bootstrap stream); a row that every
+    # tree drew gets 0 and a warning, as in scikit-learn. ``leaf_labels="full"`` is refused: its leaves are
+    # relabelled with every learning row, out-of-bag ones included, so the estimate would not be out of bag.
+    _oob_constraints = {"oob_score": ["boolean", callable]}
+
+    def _check_oob_params(self):
+        oob = self.oob_score
+        if not (isinstance(oob, (bool, np.bool_)) or callable(oob)):
+            raise ParameterError(f"oob_score must be a bool or a callable score(y_true, y_pred), got {oob!r}")
+        if oob is not False and not self.bootstrap:
+            raise ParameterError("Out of bag estimation only available if bootstrap=True")
+        if oob is not False and self.leaf_labels == "full":
+            raise ParameterError("oob_score needs leaf_labels='inbag': with leaf_labels='full' every leaf is "
+                                 "labelled with the out-of-bag rows too")
+
+    def _compute_oob(self, X, Y):
+        """Set ``oob_prediction_`` and ``oob_score_`` when ``oob_score`` is set (called at the end of ``fit``)."""
+        for name in ("oob_prediction_", "oob_score_", "_oob_counts", "_oob_mse"):
+            self.__dict__.pop(name, None)
+        if self.oob_score is False:
+            return
+        n, d = Y.shape
+        Xr = sp.csr_matrix(X) if sp.issparse(X) else X
+        pred = np.zeros((n, d), dtype=np.float64)
+        counts = np.zeros(n, dtype=np.int64)
+        for i in range(len(self.estimators_)):
+            rows = np.flatnonzero(self._tree_weights(n, self._streams[i], None) == 0)
+            if rows.size:
+                pred[rows] += np.asarray(self._tree_predict(i, Xr[rows])).reshape(rows.size, d)
+                counts[rows] += 1
+        if np.any(counts == 0):
+            warnings.warn("Some inputs do not have OOB scores. This probably means too few trees were used to "
+                          "compute any reliable OOB estimates.", UserWarning)
+        pred /= np.maximum(counts, 1)[:, None]
+        y_true = Y.toarray() if sp.issparse(Y) else Y
+        if d == 1:
+            pred, y_true = pred.ravel(), y_true.ravel()
+        scorer = self.oob_score if callable(self.oob_score) else r2_score
+        self.oob_prediction_ = pred
+        self.oob_score_ = scorer(y_true, pred)
+        self._oob_counts = counts
+        covered = counts > 0
+        err = (y_true - pred) ** 2
+        self._oob_mse = float(np.mean(err[covered])) if covered.any() else float("nan")
+
+    def run_info_(self):
+        """Extras for a run record: the out-of-bag score, the out-of-bag MSE over the rows that have an out-of-bag
+        prediction, and the fraction of such rows (empty when ``oob_score`` is off)."""
+        if not hasattr(self, "oob_prediction_"):
+            return {}
+        return {"oob_score": float(self.oob_score_), "oob_mse": self._oob_mse,
+                "oob_coverage": float(np.mean(self._oob_counts > 0))}
+
     # ----------------------------------------------------------------------------------------------- model size
     @property
     def n_nodes_(self):
@@ -369,6 +429,9 @@ class RandomForestRegressor(_BaseProjectionForest):
         Tree pre-pruning, passed to the kernel; ``min_samples_split=2`` is the thesis' ``n_min = 1``.
     bootstrap : bool, default True
         Grow each tree on a bootstrap sample (as integer ``sample_weight`` counts).
+    oob_score : bool or callable, default False
+        Estimate the generalisation score on the out-of-bag rows (R², or ``oob_score(y_true, y_pred)``); needs
+        ``bootstrap=True`` and ``leaf_labels="inbag"``. Sets ``oob_score_`` and ``oob_prediction_``.
     output_projection : None, str or (q, d) matrix, default None
         ``None`` grows on the original outputs. A family name of :mod:`forestbench.projections`
         (``"gaussian"``, ``"rademacher"``, ``"achlioptas"``, ``"sparse"``, ``"subsample"``, ``"hadamard"``,
@@ -390,13 +453,14 @@ class RandomForestRegressor(_BaseProjectionForest):
     estimators_ : list of kernel trees; ``projection_`` : the shared/fixed ``Φ`` or ``None``;
     ``tree_projection(i)`` : ``Φ_i``; ``n_components_`` : ``q``; ``n_outputs_`` : ``d``;
     ``projection_time_`` : seconds spent drawing ``Φ`` and computing ``Z`` (summed over trees);
-    ``n_nodes_``, ``model_bytes_`` : summed over the trees.
+    ``n_nodes_``, ``model_bytes_`` : summed over the trees; ``oob_score_``, ``oob_prediction_`` (n,) or (n, d) :
+    with ``oob_score``.
     """
 
     _splitter = "best"
 
     def __init__(self, n_estimators=100, *, max_features="sqrt", max_depth=None, min_samples_split=2,
-                 min_samples_leaf=1, max_leaf_nodes=None, bootstrap=True, output_projection=None,
+                 min_samples_leaf=1, max_leaf_nodes=None, bootstrap=True, oob_score=False, output_projection=None,
                  n_components="ln_d", projection_sharing="per_tree", leaf_labels="inbag", projection_params=None,
                  n_jobs=None, random_state=None):
         self.n_estimators = n_estimators
@@ -406,6 +470,7 @@ class RandomForestRegressor(_BaseProjectionForest):
         self.min_samples_leaf = min_samples_leaf
         self.max_leaf_nodes = max_leaf_nodes
         self.bootstrap = bootstrap
+        self.oob_score = oob_score
         self.output_projection = output_projection
         self.n_components = n_components
         self.projection_sharing = projection_sharing
@@ -423,7 +488,7 @@ class ExtraTreesRegressor(_BaseProjectionForest):
     _splitter = "random"
 
     def __init__(self, n_estimators=100, *, max_features="sqrt", max_depth=None, min_samples_split=2,
-                 min_samples_leaf=1, max_leaf_nodes=None, bootstrap=False, output_projection=None,
+                 min_samples_leaf=1, max_leaf_nodes=None, bootstrap=False, oob_score=False, output_projection=None,
                  n_components="ln_d", projection_sharing="per_tree", leaf_labels="inbag", projection_params=None,
                  n_jobs=None, random_state=None):
         self.n_estimators = n_estimators
@@ -433,6 +498,7 @@ class ExtraTreesRegressor(_BaseProjectionForest):
         self.min_samples_leaf = min_samples_leaf
         self.max_leaf_nodes = max_leaf_nodes
         self.bootstrap = bootstrap
+        self.oob_score = oob_score
         self.output_projection = output_projection
         self.n_components = n_components
         self.projection_sharing = projection_sharing
