@@ -200,7 +200,20 @@ def test_a_toy_plugin_runs_through_plan_tune_fit_collect(toy_plugin, workflow_di
         assert inner["extra"]["toy_stages"] == inner["selected_params"]["n_estimators"]
     frame = pd.read_csv(workflow_dir / "results" / "e" / "scores.csv")
     assert set(frame["variant"]) == {"toy", "toy-inner", "toy-dag"}
-    assert frame["step"].notna().any()
+    staged_rows = frame[frame["step"].notna() & (frame["variant"] == "toy")]
+    assert set(staged_rows["n_trees"]) == {3, 6, 15, 30, 60, 90}
+    assert frame.loc[frame["variant"] == "toy-dag", "selected.n_estimators"].notna().all()
+    selection = pd.read_csv(workflow_dir / "results" / "e" / "selection.csv")
+    assert set(selection["variant"]) == {"toy-inner", "toy-dag"}
+    assert selection[selection["stage"].isna()].groupby(["variant", "repeat"])["selected"].sum().eq(1).all()
+    report = run_report = subprocess.run(
+        [sys.executable, "-m", "snakemake", "results/e/report/manifest.json", "--cores", "2", "--configfile",
+         "tiny.yaml"], cwd=workflow_dir, env=env, capture_output=True, text=True, timeout=600)
+    assert run_report.returncode == 0, report.stderr[-3000:]
+    manifest = json.loads((workflow_dir / "results" / "e" / "report" / "manifest.json").read_text())
+    kinds = [s["kind"] for s in manifest["sections"]]
+    assert kinds.count("selection") == 2
+    assert (workflow_dir / "results" / "e" / "report" / "figures" / "selection_curves.png").exists()
 
     # one more candidate, first in the grid: both chunks change, only the new candidate is computed
     cfg["experiments"]["e"]["methods"][2]["tune"]["grid"]["learning_rate"] = [0.9, 0.05, 0.3]

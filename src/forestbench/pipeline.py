@@ -86,6 +86,10 @@ def _collect(args) -> None:
             print(f"{len(missing)} record(s) of {args.experiment} not run yet, e.g. {missing[0]}")
     frame = collect(paths, experiment=args.experiment)
     write_scores(frame, args.out)
+    if args.selection_out:
+        from forestbench.collect import collect_selection
+
+        write_scores(collect_selection(paths), args.selection_out)
     print(f"{len(paths)} record(s) of {args.experiment} -> {args.out}")
 
 
@@ -134,5 +138,7 @@ def register(subparsers) -> None:
     p.add_argument("--results", default="results")
     p.add_argument("--existing-only", action="store_true", help="skip listed records that do not exist (yet)")
     p.add_argument("--out", required=True)
+    p.add_argument("--selection-out", default=None,
+                   help="also write the validation scores of tuned runs' candidates (selection.csv)")
     p.set_defaults(func=_collect)
 
