@@ -468,3 +468,9 @@ def _markdown(name: str, cfg: dict, scores: pd.DataFrame, sections: list[Section
     else:
         lines.append("None: every expected cell has a result.")
     return "\n".join(lines) + "\n"
+
+
+# report kinds of the teaching examples (defined beside the slides' table comparison)
+from forestbench.report.teaching import _register_oob_curve  # noqa: E402
+
+_register_oob_curve()

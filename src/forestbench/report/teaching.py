@@ -234,3 +234,67 @@ def check_claims(values: dict[str, pd.Series], claims: dict, bayes_risk: float |
         else:
             out.append(_claim(item, None, "fewer than 2 paired repeats"))
     return out
+
+
+# --- out-of-bag error against the number of trees ----------------------------------------------------------------
+def oob_table(scores: pd.DataFrame, metric: str, x: str, oob: str) -> pd.DataFrame:
+    """Per (dataset, x): mean ± sd of the test ``metric`` and of the out-of-bag column ``oob`` over repeats, and
+    the mean paired difference out-of-bag − test with its standard error."""
+    rows = scores[(scores["metric"] == metric) & scores["step"].isna() & scores["value"].notna()]
+    cols = ["dataset", x, "n", "test_mean", "test_sd", "oob_mean", "oob_sd", "difference", "difference_se"]
+    if rows.empty or oob not in rows.columns:
+        return pd.DataFrame(columns=cols)
+    out = []
+    for (dataset, xv), g in rows.groupby(["dataset", x], sort=True):
+        g = g[pd.to_numeric(g[oob], errors="coerce").notna()]
+        if g.empty:
+            continue
+        test, est = g["value"].astype(float).to_numpy(), pd.to_numeric(g[oob]).to_numpy(dtype=float)
+        d = est - test
+        n = len(d)
+        out.append({"dataset": dataset, x: xv, "n": n, "test_mean": test.mean(),
+                    "test_sd": test.std(ddof=1) if n > 1 else math.nan, "oob_mean": est.mean(),
+                    "oob_sd": est.std(ddof=1) if n > 1 else math.nan, "difference": d.mean(),
+                    "difference_se": d.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan})
+    return pd.DataFrame(out, columns=cols)
+
+
+def _register_oob_curve():
+    from forestbench.report import figures
+    from forestbench.report.experiment import Section, _restrict, report_kind
+
+    @report_kind("oob_curve")
+    def _oob_curve(ctx, spec: dict, slug: str) -> Section:
+        """``metric`` (the test score), ``x`` (a ``param.`` column, e.g. the number of trees), ``oob`` (the run
+        records' out-of-bag column, default ``extra.oob_mse``): both against x, and a table of their gap."""
+        metric, x = str(spec["metric"]), str(spec["x"])
+        oob = str(spec.get("oob", "extra.oob_mse"))
+        sec = Section("oob_curve", f"out-of-bag and test {metric} against {x.removeprefix('param.')}")
+        rows = _restrict(ctx, ctx.scores[(ctx.scores["metric"] == metric) & ctx.scores["step"].isna()], spec)
+        if rows.empty or oob not in rows.columns:
+            sec.notes.append(f"no results with an out-of-bag column {oob!r} yet")
+            return sec
+        table = oob_table(rows, metric, x, oob)
+        base = ctx.out_dir / "tables" / slug
+        lines = [f"| dataset | {x.removeprefix('param.')} | n | test {metric} | out-of-bag | out-of-bag − test |",
+                 "|---|---|---|---|---|---|"]
+        for r in table.itertuples(index=False):
+            lines.append(f"| {r[0]} | {r[1]} | {r.n} | "
+                         f"{_fmt(r.test_mean, r.test_sd)} | {_fmt(r.oob_mean, r.oob_sd)} | "
+                         f"{r.difference:+.3f} ± {r.difference_se:.3f} |")
+        sec.markdown = "\n".join(lines) + "\n"
+        sec.html = "<pre>" + sec.markdown + "</pre>"
+        sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_csv(index=False)),
+                     "Markdown": ctx.write(base.with_suffix(".md"), sec.markdown)}
+        long = pd.concat([rows.assign(estimate=f"test {metric}"),
+                          rows.assign(estimate="out-of-bag", value=pd.to_numeric(rows[oob], errors="coerce"))])
+        long = long[long["value"].notna()]
+        fig = figures._facet_line_plot(long, x, "value", "estimate", metric, x.removeprefix("param."))
+        pdf, png = figures.save_figure(fig, ctx.out_dir / "figures" / slug)
+        ctx.written += [pdf, png]
+        sec.files.update({"PDF": pdf, "PNG": png})
+        sec.images = [png]
+        sec.notes.append("out-of-bag error: each training row predicted by the trees whose bootstrap left it out "
+                         "(rows no tree left out are skipped); '±' on the gap is the standard error of the mean "
+                         "paired difference over repeats")
+        return sec
