@@ -19,12 +19,17 @@ Report kinds (``experiments.<E>.reports`` entries; the registry is ``REPORT_KIND
 - ``timing``: ``x``, ``time`` (``fit_wall_s`` | ``fit_cpu_s`` | ``predict_wall_s`` | ``predict_cpu_s``), ``hue``;
   log time axis (log x when numeric and spanning more than a decade).
 - ``convergence``: ``metric``, ``hue`` (``variant``); staged rows (``step`` set) against the step.
+- ``oob_curve``: ``metric``, ``x``, ``oob`` (default ``extra.oob_mse``): the out-of-bag and the test score against
+  ``x`` (e.g. the number of trees), and a table of their paired gap.
 
 ``experiments.<E>.reference`` is one mapping or a list of them: ``table`` (stem of a CSV in config/reference),
 ``metric``, ``methods`` (our variant -> reference method_id), optional ``datasets`` (our dataset -> reference
 dataset_id), ``tolerance_std`` (1.0), ``tolerance_abs`` (for cells printed without std), ``tolerance_rank`` (0.5,
 CD figures), ``alpha`` (0.05). Results tables are compared cell by cell, p-value tables by sign notation, CD
-figures by average ranks, Friedman p (side of alpha) and CD.
+figures by average ranks, Friedman p (side of alpha) and CD. A table whose cells are indexed by parameters (the
+lecture slides' (method, B, max depth) grid, no std) maps each variant to ``{method_id, n_estimators, max_depth}``
+and may add ``rerun`` (variant -> [mean, sd] of an independent rerun), ``oracle`` (variant -> its oracle twin) and
+``claims`` (the slides' qualitative claims, see ``forestbench.report.teaching``).
 """
 from forestbench.report.experiment import REPORT_KINDS, build_experiment_report, report_kind
 from forestbench.report.index import build_index
