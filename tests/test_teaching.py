@@ -225,3 +225,26 @@ def test_slides_table_with_nothing_run_and_bad_mapping():
     from forestbench.report.reproduction import compare_any
     with pytest.raises(ConfigError, match="no cell"):
         compare_any(_scores(RERUN), cfg, Path(__file__).parents[1] / "config" / "reference", "e")
+
+
+def test_oob_curve_report(tmp_path):
+    from forestbench.report import build_experiment_report
+
+    rows = []
+    for b, test, oob in ((5, 1.05, 1.30), (50, 0.95, 0.97)):
+        for r in range(4):
+            rows.append({"experiment": "o", "dataset": "slides_sine_redrawn", "method": "random_forest",
+                         "variant": f"bagging-oob-B{b}", "repeat": r, "metric": "mse", "value": test + 0.01 * r,
+                         "higher_is_better": False, "param.n_estimators": b, "extra.oob_mse": oob + 0.02 * r})
+    pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
+    cfg = {"datasets": ["slides_sine_redrawn"], "protocol": "oob", "metrics": ["mse"],
+           "methods": [{"name": "bagging-oob-B{n_estimators}", "method": "random_forest",
+                        "grid": {"n_estimators": [5, 50]}}],
+           "reports": [{"kind": "oob_curve", "metric": "mse", "x": "param.n_estimators"}]}
+    written = build_experiment_report(tmp_path / "scores.csv", "o", cfg, tmp_path, tmp_path / "report")
+    table = pd.read_csv(next(p for p in written if p.name.endswith("oob_curve_mse_n_estimators.csv")))
+    assert list(table["param.n_estimators"]) == [5, 50]
+    np.testing.assert_allclose(table["difference"], [0.25 + 0.015, 0.02 + 0.015])
+    np.testing.assert_allclose(table["test_mean"], [1.065, 0.965])
+    assert any(p.suffix == ".png" for p in written)
+    assert "out-of-bag − test" in (tmp_path / "report" / "report.md").read_text()
