@@ -35,7 +35,7 @@ from forestbench import resources as res
 from forestbench.errors import DataError
 
 DEFAULT_BASE = "config/config.yaml"
-RULES = ("fetch", "prepare", "split", "tune", "select", "fit", "collect", "report_experiment", "report_index")
+RULES = ("fetch", "prepare", "split", "budget", "tune", "select", "fit", "collect", "report_experiment", "report_index")
 
 
 def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE) -> tuple[dict, str]:
@@ -183,6 +183,8 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanRepo
                 req = res.fit_requests(shape, variant.params, 1, cost=final, threads=exp.threads, sparse=sparse)
                 variants.append(VariantEstimate(name, dataset, variant.name, fits, exp.threads, wall, source,
                                                 n_rec, req["mem_mb"], req["runtime"]))
+                if variant.tune and variant.tune["budget"]:
+                    jobs["budget"] += 1
                 if chunk_cost is not None:
                     n_chunks = fits * exp.n_chunks(variant)
                     jobs["tune"] += n_chunks
