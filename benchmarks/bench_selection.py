@@ -75,7 +75,9 @@ def bench_staged(repeats: int, stages: int, kind: str) -> dict:
 
 
 def bench_chunk(repeats: int, chunk: int) -> dict:
-    """A chunk job of ``chunk`` depth-limited trees on linnerud-sized data, through the command line."""
+    """Chunk jobs of 1 and of ``chunk`` shallow trees on Friedman1 (300 training rows), through the command line:
+    the amortised overhead per candidate ((wall - own fit time) / candidates) and the marginal overhead of one
+    more candidate inside a chunk (the slope between the two chunk sizes, fit time excluded)."""
     from forestbench.datasets.prepare import prepare
     from forestbench.datasets.registry import get_entry
     from forestbench.datasets.splits import make_splits, save_splits
@@ -83,32 +85,40 @@ def bench_chunk(repeats: int, chunk: int) -> dict:
     from forestbench.experiments import Plan, TuneJob
 
     os.chdir(REPO)
-    cfg = {"experiments": {"e": {"datasets": ["friedman1"], "protocol": "demo", "metrics": ["macro_r2"],
-                                 "methods": [{"name": "t", "method": "decision_tree", "params": {},
-                                              "tune": {"grid": {"max_depth": list(range(1, chunk + 1))},
-                                                       "mode": "dag", "chunk": chunk}}]}}}
-    plan = Plan(cfg)
-    overheads = []
+
+    def plan_of(size):
+        cfg = {"experiments": {"e": {"datasets": ["friedman1"], "protocol": "demo", "metrics": ["macro_r2"],
+                                     "methods": [{"name": "t", "method": "decision_tree", "params": {},
+                                                  "tune": {"grid": {"max_depth": list(range(1, size + 1))},
+                                                           "mode": "dag", "chunk": size}}]}}}
+        return Plan(cfg)
+
+    walls: dict[int, list[tuple[float, float]]] = {1: [], chunk: []}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        plan = plan_of(chunk)
         prepared = tmp / "friedman1.npz"
         prepare("friedman1", get_entry(plan.registry, "friedman1"), prepared)
         ds = load_dataset(prepared)
         protocol = plan.protocol_spec("friedman1", "demo")
         split = save_splits(tmp / "split.npz", make_splits(protocol, ds.n_samples, ds.given_splits),
                             protocol, "friedman1", read_header(prepared)["content_sha256"])
-        spec = plan.tune_spec(TuneJob("e", "friedman1", "t", 0, 0))
         for r in range(repeats):
-            out = tmp / f"chunk-{r}.json"
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "forestbench", "tune", "--spec", json.dumps(spec), "--prepared",
-                            str(prepared), "--split", str(split), "--cache", str(tmp / f"cache-{r}"), "--out",
-                            str(out)], check=True, capture_output=True)
-            wall = time.perf_counter() - t0
-            results = json.loads(out.read_text())["results"]
-            own = sum(res["fit_seconds"] for res in results)
-            overheads.append((wall - own) / len(results))
-    return {"chunk": chunk, "overhead_per_candidate_s": statistics.median(overheads), "all": overheads}
+            for size in (1, chunk):  # interleaved
+                spec = plan_of(size).tune_spec(TuneJob("e", "friedman1", "t", 0, 0))
+                out = tmp / f"chunk-{size}-{r}.json"
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "forestbench", "tune", "--spec", json.dumps(spec),
+                                "--prepared", str(prepared), "--split", str(split), "--cache",
+                                str(tmp / f"cache-{size}-{r}"), "--out", str(out)], check=True, capture_output=True)
+                wall = time.perf_counter() - t0
+                own = sum(res["fit_seconds"] for res in json.loads(out.read_text())["results"])
+                walls[size].append((wall, own))
+    med = {size: (statistics.median(w for w, _ in v), statistics.median(o for _, o in v)) for size, v in walls.items()}
+    amortised = (med[chunk][0] - med[chunk][1]) / chunk
+    marginal = ((med[chunk][0] - med[chunk][1]) - (med[1][0] - med[1][1])) / (chunk - 1)
+    return {"chunk": chunk, "job_wall_s": {str(k): v[0] for k, v in med.items()},
+            "amortised_overhead_per_candidate_s": amortised, "marginal_overhead_per_candidate_s": marginal}
 
 
 PARSE = ("import sys, time, os; t = time.perf_counter(); "
