@@ -108,7 +108,7 @@ def test_oob_without_bootstrap_is_an_error_as_sklearn(make):
 
 def test_bad_oob_parameters():
     X, y = _one_d(30)
-    with pytest.raises(ValueError, match="oob_score must be a bool or a callable"):
+    with pytest.raises(ValueError, match="oob_score"):
         RandomForestRegressor(n_estimators=3, oob_score="yes").fit(X, y)
     with pytest.raises(ValueError, match="leaf_labels='inbag'"):
         RandomForestRegressor(n_estimators=3, oob_score=True, leaf_labels="full").fit(X, y)

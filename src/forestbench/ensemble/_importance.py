@@ -45,8 +45,7 @@ def oob_permutation_importance(forest, X, y, *, loss="error_rate", n_repeats=1, 
         raise ValueError(f"loss must be one of {sorted(LOSSES)} or a callable, got {loss!r}")
     if not (isinstance(n_repeats, (int, np.integer)) and n_repeats >= 1):
         raise ValueError(f"n_repeats must be a positive int, got {n_repeats!r}")
-    X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    X = np.asarray(X, dtype=np.float32)
+    X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float32)
     y = y.toarray() if sp.issparse(y) else np.asarray(y, dtype=np.float64)
     y = y.reshape(len(y), -1)
     n, p = X.shape
@@ -61,13 +60,14 @@ def oob_permutation_importance(forest, X, y, *, loss="error_rate", n_repeats=1, 
         rows = np.flatnonzero(forest._tree_weights(n, forest._streams[i], None) == 0)
         if rows.size < 2:
             continue
-        Xo, yo = X[rows], y[rows]
+        Xo, yo = forest._check_X_predict(X[rows]), y[rows]
         base = loss_fn(yo, np.asarray(forest._tree_predict(i, Xo)).reshape(rows.size, d))
         for _ in range(n_repeats):
             tree_drops = np.empty(p)
             for j in range(p):
                 Xp = Xo.copy()
                 Xp[:, j] = Xp[rng.permutation(rows.size), j]
+                Xp = forest._check_X_predict(Xp)
                 tree_drops[j] = loss_fn(yo, np.asarray(forest._tree_predict(i, Xp)).reshape(rows.size, d)) - base
             drops.append(tree_drops)
     if not drops:
