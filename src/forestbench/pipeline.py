@@ -51,7 +51,7 @@ def _fit(args) -> None:
         # fault injection for the workflow's retry tests: fail before any output is written
         raise SystemExit(f"fit: failing on purpose on attempt {args.attempt} (FORESTBENCH_FAIL_ATTEMPTS={fail_on})")
     record = run(spec, args.prepared, args.split, args.out, extra=job)
-    scores = ", ".join(f"{k}={v:.4g}" for k, v in record["scores"].items())
+    scores = ", ".join(f"{k}={'undefined' if v is None else format(v, '.4g')}" for k, v in record["scores"].items())
     print(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']} repeat {spec['repeat']}: {scores} "
           f"(fit {record['fit_wall_s']:.2f} s)")
 
