@@ -103,7 +103,8 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
                                 score_matrix(summary, datasets, variants, "std"),
                                 score_matrix(summary, datasets, variants, "n"),
                                 baseline=None if baseline is None else str(baseline),
-                                decimals=int(spec.get("decimals", 3)), sig_rule=str(spec.get("sig_rule", "max_std")))
+                                decimals=int(spec.get("decimals", 3)), sig_rule=str(spec.get("sig_rule", "max_std")),
+                                undefined=score_matrix(summary, datasets, variants, "undefined"))
     base = ctx.out_dir / "tables" / slug
     sec = Section("table", f"{metric}: mean ± std per dataset" + (f" (baseline {baseline})" if baseline else ""))
     sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_wide_csv()),
@@ -114,6 +115,10 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
     missing = table.missing_cells()
     if missing:
         sec.notes.append(f"{len(missing)} cell(s) not run: " + _short([f"{d}/{v}" for d, v in missing]))
+    undefined = table.undefined_cells()
+    if undefined:
+        sec.notes.append(f"{len(undefined)} cell(s) with undefined scores (recorded as null, reason in the run "
+                         "records' undefined_scores): " + _short([f"{d}/{v} ({k} repeat(s))" for d, v, k in undefined]))
     if baseline is not None:
         sec.data["marks_vs_baseline"] = table.mark_counts()
     return sec
@@ -308,7 +313,8 @@ def missing_cells(scores: pd.DataFrame, metrics: list[str], datasets: list[str],
     """Every expected (dataset, variant, metric) with no final score."""
     out = []
     for metric in metrics:
-        rows = final_rows(scores, metric)
+        # a finished job whose score is undefined (null) has a result: it is reported as undefined, not missing
+        rows = scores[(scores["metric"] == metric) & scores["step"].isna()]
         have = set(zip(rows["dataset"], rows["variant"]))
         out += [{"dataset": d, "variant": v, "metric": metric}
                 for d in datasets for v in variants if (d, v) not in have]
