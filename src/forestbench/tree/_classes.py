@@ -362,12 +362,15 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         mid = float(self.min_impurity_decrease)
         if mid < 0:
             raise ValueError("min_impurity_decrease must be >= 0")
+        # integers beyond what any tree can reach (a depth of 2**63) act as "no limit" rather than overflowing the
+        # kernel's C integers: a tree has at most n_samples leaves and depth n_samples
+        cap = np.iinfo(np.int32).max
         return dict(random_split=self.splitter == "random",
                     count_constant_features=bool(self.count_constant_features),
                     max_features=self._resolve_max_features(n_features),
-                    max_depth=max_depth, min_samples_split=min_samples_split,
-                    min_samples_leaf=min_samples_leaf, min_weight_leaf=0.0,
-                    min_impurity_decrease=mid, max_leaf_nodes=max_leaf_nodes)
+                    max_depth=min(max_depth, cap), min_samples_split=min(min_samples_split, cap),
+                    min_samples_leaf=min(min_samples_leaf, cap), min_weight_leaf=0.0,
+                    min_impurity_decrease=mid, max_leaf_nodes=min(max_leaf_nodes, cap))
 
     # -- API -----------------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None, split_targets=None):
