@@ -22,11 +22,15 @@ def _json_arg(text: str, what: str) -> dict:
 
 
 def _prepare(args) -> None:
+    from forestbench.datasets.download import raw_root
     from forestbench.datasets.prepare import prepare
-    from forestbench.datasets.registry import get_entry, load_registry
+    from forestbench.datasets.registry import get_entry, load_registry, read_entry_file
 
-    entry = get_entry(load_registry(args.registry), args.dataset)
-    ds = prepare(args.dataset, entry, args.out, raw_dir=args.raw_dir)
+    if args.entry:
+        entry = read_entry_file(args.entry, args.dataset)
+    else:
+        entry = get_entry(load_registry(args.registry), args.dataset)
+    ds = prepare(args.dataset, entry, args.out, raw_dir=args.raw_dir or raw_root())
     print(f"prepared {args.dataset}: n={ds.n_samples} p={ds.n_features} d={ds.n_outputs} -> {args.out}")
 
 
@@ -74,7 +78,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("prepare", help="prepare a dataset into its canonical .npz form")
     p.add_argument("dataset")
     p.add_argument("--registry", default="config/datasets.yaml")
-    p.add_argument("--raw-dir", default="data/raw")
+    p.add_argument("--entry", default=None,
+                   help="the dataset's registry entry as written by the workflow (data/registry/<dataset>.json); "
+                        "read instead of --registry")
+    p.add_argument("--raw-dir", default=None, help="raw-file cache (default: $FORESTBENCH_RAW or data/raw)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_prepare)
 

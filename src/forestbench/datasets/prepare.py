@@ -1,7 +1,7 @@
 """Turn a registry entry into the canonical prepared file ``data/prepared/<dataset>.npz``.
 
 The entry's ``source.kind`` selects how: ``embedded`` (a wheel's data files or a generator, no network) or
-``download`` (raw files fetched into ``data/raw/<dataset>/`` by ``forestbench datasets fetch``, see
+``download`` (raw files fetched into ``<raw cache>/<dataset>/`` by ``forestbench datasets fetch``, see
 :mod:`forestbench.datasets.from_files`).
 """
 from __future__ import annotations
@@ -62,7 +62,13 @@ def check_inputs(ds: Dataset) -> None:
                         f"range of prepared data (|x| <= {FLOAT32_MAX:.4g})")
 
 
-def prepare(name: str, entry: dict, out: str | Path, raw_dir: str | Path = "data/raw") -> Dataset:
+def prepare(name: str, entry: dict, out: str | Path, raw_dir: str | Path | None = None) -> Dataset:
+    """Build dataset ``name`` from its registry entry and write it to ``out``. ``raw_dir``: the raw-file cache
+    (default: ``$FORESTBENCH_RAW`` or ``data/raw``, as for ``forestbench datasets fetch``)."""
+    if raw_dir is None:
+        from forestbench.datasets.download import raw_root
+
+        raw_dir = raw_root()
     kind = entry["source"]["kind"]
     try:
         builder = SOURCE_KINDS[kind]
