@@ -6,6 +6,7 @@ The report kinds form a registry (``REPORT_KINDS``: kind -> function); adding a 
 from __future__ import annotations
 
 import html
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,13 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
     return sec
 
 
+def _iman_davenport_text(info: dict) -> str:
+    f, p = info.get("iman_davenport"), info.get("iman_davenport_p_value")
+    if f is None or p is None or not (math.isfinite(f) and math.isfinite(p)):
+        return "Iman–Davenport F undefined (every dataset ranks the variants in the same order)"
+    return f"Iman–Davenport F = {f:.3f}, p = {p:.3g}"
+
+
 @report_kind("cd_diagram")
 def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
     metric = str(spec["metric"])
@@ -149,7 +157,7 @@ def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
     ranks = pd.DataFrame({"variant": list(info["average_ranks"]), "average_rank": list(info["average_ranks"].values())})
     ranks = ranks.sort_values("average_rank", kind="stable")
     summary_lines = [f"Friedman χ² = {info['friedman_statistic']:.3f}, p = {info['friedman_p_value']:.3g}; "
-                     f"Iman–Davenport F = {info['iman_davenport']:.3f}, p = {info['iman_davenport_p_value']:.3g}; "
+                     + _iman_davenport_text(info) + "; "
                      f"Nemenyi CD = {info['critical_difference']:.3f} at α = {alpha} (k = {info['n_methods']}, "
                      f"N = {info['n_datasets']})"]
     csv = ranks.assign(critical_difference=info["critical_difference"], friedman_p_value=info["friedman_p_value"],
