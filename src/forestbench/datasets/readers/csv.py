@@ -30,8 +30,14 @@ def read_csv(path: str | os.PathLike, delimiter: str = ",", header: bool = True,
         try:
             for cells in reader:
                 lineno = reader.line_num
-                if not cells or (len(cells) == 1 and not cells[0].strip()):
+                if not cells:
                     continue
+                if len(cells) == 1 and not cells[0].strip():
+                    # a blank line, unless the table has one column: then it is a row whose value is missing
+                    one_column = (width == 1) or (width is None and names is not None
+                                                  and len(names) == 1 and id_column is None)
+                    if not one_column:
+                        continue
                 if header and names is None:
                     names = [c.strip() for c in cells]
                     if id_column is not None:
