@@ -1,5 +1,6 @@
 # Shared helpers: the expanded plan (forestbench.experiments) and the inputs/parameters rules derive from it.
 import json
+import os
 import sys
 
 try:
@@ -84,7 +85,11 @@ def all_targets():
 
 
 # the raw-file cache: $FORESTBENCH_RAW or data/raw, the same folder for fetch, prepare and `forestbench datasets`
-RAW_ROOT = str(raw_root()).rstrip("/") or "."
+RAW_ROOT = os.path.normpath(raw_root())
+
+
+def raw_root_of(wildcards):
+    return RAW_ROOT
 
 
 def raw_files(dataset):
@@ -92,7 +97,7 @@ def raw_files(dataset):
     entry = PLAN.registry.get(dataset)
     if entry is None or entry["source"]["kind"] != "download" or unavailable_reason(dataset, entry):
         return []
-    return [f"{RAW_ROOT}/{dataset}/{rf.name}" for rf in remote_files(entry)]
+    return [os.path.join(RAW_ROOT, dataset, rf.name) for rf in remote_files(entry)]
 
 
 def registry_entry(wildcards):

@@ -15,7 +15,7 @@ rule prepare:
         mem_mb=data_mem_mb,
         runtime=data_runtime,
     params:
-        raw_dir=RAW_ROOT,
+        raw_dir=raw_root_of,
     shell:
         "python -m forestbench prepare {wildcards.dataset} --entry {input.entry} --raw-dir {params.raw_dir:q} "
         "--out {output} > {log} 2>&1"

@@ -5,7 +5,7 @@
 # local_path) are never requested; common.smk prints their names.
 rule fetch:
     output:
-        RAW_ROOT + "/{dataset}/{filename}",
+        os.path.join(RAW_ROOT, "{dataset}", "{filename}"),
     wildcard_constraints:
         filename=r"[^/]+",
     conda:
@@ -14,7 +14,7 @@ rule fetch:
         "results/logs/fetch/{dataset}/{filename}.log",
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
-        raw_dir=RAW_ROOT,
+        raw_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
     retries: 0  # the downloader retries with back-off itself
     shell:
         "python -m forestbench datasets --registry {params.registry} --raw-dir {params.raw_dir:q} "
