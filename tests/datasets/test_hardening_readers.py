@@ -159,9 +159,24 @@ def test_csv_value_beyond_float32_is_refused(tmp_path):
     write(raw, "d.csv", "1,2,0\n3,1e300,1\n5,6,0\n")
     entry = {"task": "binary", "source": {"kind": "download", "files": [{"name": "d.csv", "format": "csv"}],
                                           "labels": {"from": "last", "d": 1}}}
-    with pytest.raises(DataError, match=r"d\.csv, data row 2, column 'c1': value 1e\+300"):
+    with pytest.raises(ParseError, match=r"d\.csv:2: column 2: '1e300' is beyond the accepted range"):
         prepare("big", entry, tmp_path / "b.npz", raw_dir=tmp_path / "raw")
     assert not (tmp_path / "b.npz").exists()
+
+
+@pytest.mark.parametrize("fname,text,fmt", [
+    ("d.arff", "@relation r\n@attribute a numeric\n@attribute y {0,1}\n@data\n1,0\n-4e38,1\n", "arff"),
+    ("d.svm", "0 1:1\n1 2:1e39\n", "svmlight"),
+])
+def test_arff_and_svmlight_values_beyond_float32_are_refused_with_their_line(tmp_path, fname, text, fmt):
+    raw = tmp_path / "raw" / "big"
+    raw.mkdir(parents=True)
+    write(raw, fname, text)
+    entry = {"task": "binary", "source": {"kind": "download", "files": [{"name": fname, "format": fmt}],
+                                          "labels": {"from": "last", "d": 1} if fmt == "arff" else {"from": "inline"}}}
+    with pytest.raises(ParseError, match=rf"{fname}:\d: .*beyond the accepted range") as info:
+        prepare("big", entry, tmp_path / "b.npz", raw_dir=tmp_path / "raw")
+    assert info.value.line == (6 if fmt == "arff" else 2)
 
 
 def test_missing_inputs_without_impute_are_refused_at_prepare(tmp_path):

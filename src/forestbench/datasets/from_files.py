@@ -39,6 +39,8 @@ from forestbench.datasets.readers.svmlight import MAX_WIDTH
 from forestbench.datasets.store import Dataset
 from forestbench.errors import ConfigError, DataError
 
+# prepared inputs are float32: a larger finite value would silently become infinite, so readers refuse it
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 # a label matrix with more cells than this is stored sparse (EUR-Lex eurovoc: 19348 x 3993)
 DENSE_Y_MAX_CELLS = 20_000_000
 
@@ -78,22 +80,20 @@ def _read(name: str, spec: dict, path: Path, reader_opts: dict) -> Table:
 def _read_table(name: str, spec: dict, path: Path, reader_opts: dict) -> Table:
     fmt = spec.get("format", "arff")
     if fmt == "arff":
-        a = read_arff(path)
+        a = read_arff(path, max_abs=FLOAT32_MAX)
         return Table(a.data, a.attributes, a.relation, a.text)
     if fmt in ("svmlight", "svmlight_multilabel", "xc"):
         X, Y = read_svmlight(path, multilabel=fmt != "svmlight", header=fmt == "xc",
                              n_features=reader_opts.get("n_features"), n_labels=reader_opts.get("n_labels"),
                              zero_based=reader_opts.get("zero_based", "auto"),
-                             max_width=reader_opts.get("max_width", MAX_WIDTH))
+                             max_width=reader_opts.get("max_width", MAX_WIDTH), max_abs=FLOAT32_MAX)
         return Table(X, Y=Y)
     if fmt in ("csv", "tsv"):
         names, ids, X = read_csv(path, delimiter="\t" if fmt == "tsv" else reader_opts.get("delimiter", ","),
-                                 header=reader_opts.get("header", False), id_column=reader_opts.get("id_column"))
+                                 header=reader_opts.get("header", False), id_column=reader_opts.get("id_column"),
+                                 max_abs=FLOAT32_MAX)
         return Table(X, [Attribute(n, "numeric") for n in names], row_ids=ids)
     raise ConfigError(f"dataset {name!r}: file {spec['name']!r} has unknown format {fmt!r}")
-
-
-FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _check_float32_range(name: str, path: Path, table: Table) -> None:

@@ -47,8 +47,10 @@ def to_int(path, tokens: list[str], row_lengths, row_lines, what: str, limit: in
     raise AssertionError("unreachable: numpy refused a token that int() accepts")  # pragma: no cover
 
 
-def to_float(path, tokens, row_lengths, row_lines, positions=None, what="numeric value") -> np.ndarray:
+def to_float(path, tokens, row_lengths, row_lines, positions=None, what="numeric value",
+             max_abs: float | None = None) -> np.ndarray:
     """Convert text tokens to float64; '?' is missing (NaN). ``positions`` maps token k to its block position.
+    With ``max_abs``, a finite value of larger magnitude is refused too (e.g. beyond the float32 range).
 
     ``float`` over the list (via ``np.fromiter``) is the fastest conversion numpy offers for Python strings; a
     failure or a non-finite number is then located token by token for the error message."""
@@ -62,6 +64,9 @@ def to_float(path, tokens, row_lengths, row_lines, positions=None, what="numeric
         out = None
     if out is not None:
         bad = ~np.isfinite(out)
+        if max_abs is not None:
+            with np.errstate(invalid="ignore"):
+                bad |= np.abs(out) > max_abs
         if not bad.any():
             return out
         bad_k = [int(k) for k in np.flatnonzero(bad) if tokens[k] != "nan"]
@@ -69,10 +74,14 @@ def to_float(path, tokens, row_lengths, row_lines, positions=None, what="numeric
             return out
     for k, tok in enumerate(tokens):
         try:
-            ok = np.isfinite(float(tok)) or tok == "nan"
+            value = float(tok)
+            ok = np.isfinite(value) or tok == "nan"
         except (ValueError, TypeError):
-            ok = False
+            value, ok = None, False
+        pos = k if positions is None else int(positions[k])
         if not ok:
-            pos = k if positions is None else int(positions[k])
             raise ParseError(path, locate(row_lengths, row_lines, pos), f"invalid {what} {tok!r}")
+        if max_abs is not None and abs(value) > max_abs:
+            raise ParseError(path, locate(row_lengths, row_lines, pos),
+                             f"{what} {tok[:30]!r} is beyond the accepted range ±{max_abs:.4g}")
     raise AssertionError("unreachable: a token failed to convert but none is invalid")  # pragma: no cover

@@ -246,8 +246,9 @@ class _Block:
 class _Decoder:
     """Turns the tokens of one block into (column, value) arrays, per attribute kind."""
 
-    def __init__(self, path, attributes: list[Attribute]):
+    def __init__(self, path, attributes: list[Attribute], max_abs: float | None = None):
         self.path = path
+        self.max_abs = max_abs
         self.m = len(attributes)
         self.attributes = attributes
         # group columns by kind: -1 numeric, -2 raw text, g >= 0 nominal group g (same value tuple)
@@ -268,13 +269,14 @@ class _Decoder:
     def decode(self, block: _Block, cols: np.ndarray, row0: int, text: dict) -> np.ndarray:
         kinds = self.kind[cols]
         if not self.group_maps and not self.has_text:  # all numeric: no regrouping needed
-            return to_float(self.path, block.vals, block.lengths, block.lines)
+            return to_float(self.path, block.vals, block.lengths, block.lines, max_abs=self.max_abs)
         vals = np.asarray(block.vals, dtype=object)
         out = np.empty(len(vals), dtype=np.float64)
         num = kinds == -1
         if num.any():
             pos = np.flatnonzero(num)
-            out[pos] = to_float(self.path, vals[pos].tolist(), block.lengths, block.lines, positions=pos)
+            out[pos] = to_float(self.path, vals[pos].tolist(), block.lengths, block.lines, positions=pos,
+                                max_abs=self.max_abs)
         for g, mapping in enumerate(self.group_maps):
             pos = np.flatnonzero(kinds == g)
             if not pos.size:
@@ -302,13 +304,14 @@ class _Decoder:
 
 
 @guard_io
-def read_arff(path: str | os.PathLike) -> ArffFile:
-    """Read a dense or sparse ARFF file (optionally .gz/.bz2 compressed)."""
+def read_arff(path: str | os.PathLike, max_abs: float | None = None) -> ArffFile:
+    """Read a dense or sparse ARFF file (optionally .gz/.bz2 compressed). With ``max_abs``, a numeric value of
+    larger magnitude is a ParseError (the prepare step passes the float32 range of prepared data)."""
     path = str(path)
     with open_text(path) as fh:
         relation, attributes, lineno = _read_header(fh, path)
         header_lines = lineno
-        dec = _Decoder(path, attributes)
+        dec = _Decoder(path, attributes, max_abs)
         m = len(attributes)
         sparse = None
         dense_blocks: list[np.ndarray] = []

@@ -18,8 +18,10 @@ _MISSING = {"", "?", "NA", "nan", "NaN"}
 
 
 @guard_io
-def read_csv(path: str | os.PathLike, delimiter: str = ",", header: bool = True, id_column: int | None = None):
-    """Return (column_names, row_ids or None, X float64) of a delimited file."""
+def read_csv(path: str | os.PathLike, delimiter: str = ",", header: bool = True, id_column: int | None = None,
+             max_abs: float | None = None):
+    """Return (column_names, row_ids or None, X float64) of a delimited file. With ``max_abs``, a value of larger
+    magnitude is a ParseError (the prepare step passes the float32 range of prepared data)."""
     path = str(path)
     names = None
     ids: list[str] = []
@@ -67,6 +69,9 @@ def read_csv(path: str | os.PathLike, delimiter: str = ",", header: bool = True,
                         raise ParseError(path, lineno, f"column {j + 1}: not a number: {cell[:40]!r}") from None
                     if not np.isfinite(row[j]):
                         raise ParseError(path, lineno, f"column {j + 1}: not a finite number: {cell[:40]!r}")
+                    if max_abs is not None and abs(row[j]) > max_abs:
+                        raise ParseError(path, lineno, f"column {j + 1}: {cell[:40]!r} is beyond the accepted "
+                                                       f"range ±{max_abs:.4g}")
                 rows.append(row)
         except _csv.Error as exc:
             raise ParseError(path, reader.line_num, f"malformed CSV: {exc}") from None

@@ -32,7 +32,8 @@ MAX_WIDTH = 1 << 24  # largest accepted feature index / label (wider than any da
 
 @guard_io
 def read_svmlight(path: str | os.PathLike, multilabel: bool = False, n_features: int | None = None,
-                  zero_based="auto", header: bool = False, n_labels: int | None = None, max_width: int = MAX_WIDTH):
+                  zero_based="auto", header: bool = False, n_labels: int | None = None, max_width: int = MAX_WIDTH,
+                  max_abs: float | None = None):
     path = str(path)
     idx_tok: list[str] = []
     val_tok: list[str] = []
@@ -50,7 +51,7 @@ def read_svmlight(path: str | os.PathLike, multilabel: bool = False, n_features:
         if not lengths:
             return
         cols = to_int(path, idx_tok, lengths, lines, "feature index", limit=max_width)
-        vals = to_float(path, val_tok, lengths, lines, what="feature value")
+        vals = to_float(path, val_tok, lengths, lines, what="feature value", max_abs=max_abs)
         nanpos = np.flatnonzero(np.isnan(vals))
         if nanpos.size:
             raise ParseError(path, locate(lengths, lines, int(nanpos[0])), "missing feature value")
