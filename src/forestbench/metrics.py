@@ -19,21 +19,26 @@ Conventions (see config/README.md):
 """
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
-import math
-import sys
-
 import numpy as np
 import scipy.sparse as sp
-from sklearn import metrics as skm
 
 from forestbench.errors import ConfigError
 
 
 class UndefinedScore(ValueError):
     """The test rows do not define this score (e.g. r² of a constant target); the message says why."""
+
+
+def _skm():
+    """scikit-learn's metrics, imported on first use (planning reads this registry without scoring anything)."""
+    from sklearn import metrics
+
+    return metrics
 
 
 def _dense(Y) -> np.ndarray:
@@ -50,15 +55,15 @@ def lrap(Y_true, Y_score) -> float:
     keep = Y_true.sum(axis=1) > 0
     if not keep.any():
         raise UndefinedScore("no test row has a positive label")
-    return float(skm.label_ranking_average_precision_score(Y_true[keep], Y_score[keep]))
+    return float(_skm().label_ranking_average_precision_score(Y_true[keep], Y_score[keep]))
 
 
 def coverage_error(Y_true, Y_score) -> float:
-    return float(skm.coverage_error(_2d(Y_true), _2d(Y_score)))
+    return float(_skm().coverage_error(_2d(Y_true), _2d(Y_score)))
 
 
 def label_ranking_loss(Y_true, Y_score) -> float:
-    return float(skm.label_ranking_loss(_2d(Y_true), _2d(Y_score)))
+    return float(_skm().label_ranking_loss(_2d(Y_true), _2d(Y_score)))
 
 
 def hamming_loss(Y_true, Y_score) -> float:
@@ -113,13 +118,13 @@ def _both_classes(Y_true: np.ndarray) -> None:
 def micro_auc(Y_true, Y_score) -> float:
     Y_true = _2d(Y_true)
     _both_classes(Y_true)
-    return float(skm.roc_auc_score(Y_true, _2d(Y_score), average="micro"))
+    return float(_skm().roc_auc_score(Y_true, _2d(Y_score), average="micro"))
 
 
 def micro_average_precision(Y_true, Y_score) -> float:
     Y_true = _2d(Y_true)
     _both_classes(Y_true)
-    return float(skm.average_precision_score(Y_true, _2d(Y_score), average="micro"))
+    return float(_skm().average_precision_score(Y_true, _2d(Y_score), average="micro"))
 
 
 def normalized_mse(Y_true, Y_pred) -> float:
