@@ -324,3 +324,17 @@ def test_new_archive_replaces_stale_extraction(http_server, dl, tmp_path):
     spec = {"name": "a.arff", "url": http_server.url("/a.gz"), "sha256": hashlib.sha256(blob).hexdigest(),
             "archive": "gz"}
     assert dl.fetch("toy", RemoteFile.from_spec(spec), raw).read_bytes() == BODY
+
+
+def test_extracted_tree_respects_the_umask(tmp_path):
+    archive = tmp_path / "a.tar.gz"
+    member = tmp_path / "x.txt"
+    member.write_text("x")
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(member, arcname="d/x.txt")
+    previous = os.umask(0o022)
+    try:
+        root = extract_tree("toy", archive, tmp_path / "tree")
+    finally:
+        os.umask(previous)
+    assert oct(os.stat(root).st_mode & 0o777) == oct(0o755)

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from forestbench._io import apply_umask, is_stale_temp, temp_prefix
+from forestbench._io import apply_umask, current_umask, is_stale_temp, temp_prefix
 from forestbench.errors import DownloadError
 
 CHUNK = 1 << 16
@@ -409,6 +409,7 @@ def extract_tree(dataset: str, archive: Path, target_dir: Path) -> Path:
                             shutil.copyfileobj(src, out, CHUNK)
         except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as exc:
             raise DownloadError(f"dataset {dataset!r}: cannot extract {archive}: {exc}") from None
+        os.chmod(tmp_dir, 0o777 & ~current_umask())  # mkdtemp makes it 0700 whatever the umask
         os.replace(tmp_dir, target_dir)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
