@@ -180,7 +180,8 @@ def sweep_figure(rows: pd.DataFrame, quantities: list[str], crossover: dict | No
     from forestbench.report.figures import _style
 
     layouts = list(dict.fromkeys(rows["layout"]))
-    labels = {"fit_wall_s": "fit time (s)", "predict_wall_s": "predict time (s)", "max_depth": "maximum depth"}
+    labels = {"fit_wall_s": "fit time (s)", "predict_wall_s": "predict time (s; csc fits predict from CSR)",
+              "max_depth": "maximum depth"}
     with _style():
         fig, axes = plt.subplots(1, len(quantities), figsize=(4.6 * len(quantities), 3.8), squeeze=False)
         colors = dict(zip(layouts, sns.color_palette("colorblind", len(layouts))))

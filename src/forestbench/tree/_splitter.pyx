@@ -154,6 +154,11 @@ cdef class Splitter:
         cdef intp_t p, p_prev, pos
         cdef float64_t proxy, threshold
         cdef float32_t min_value, max_value
+        if self.sparse_input and ((<SparsePartitioner>self.partitioner).node_features[feature]
+                                  != (<SparsePartitioner>self.partitioner).node_stamp):
+            # no stored entry in the node's rows: all zero, constant (what scoring would find,
+            # without touching the samples or drawing a threshold)
+            return 1
         if not self.random_split:
             self.partitioner.sort_feature(feature)
             if Xf[end - 1] <= Xf[start] + FEATURE_THRESHOLD:
