@@ -204,3 +204,27 @@ def test_published_ratios_and_densities():
     assert paper.loc["20newsgroup", "paper_c_over_csc"] == pytest.approx(213.18 / 0.79)
     assert paper.loc["covtype", "paper_density"] == pytest.approx(0.2110)
     assert np.isnan(paper.loc["news20_binary", "paper_fortran_over_csc"])
+
+
+def test_report_ratios_beside_tables_8_1_and_8_2(tmp_path):
+    from pathlib import Path
+    from forestbench.report.experiment import build_experiment_report
+    ref_dir = Path(__file__).resolve().parents[2] / "config" / "reference"
+    frames = []
+    # 20newsgroup: csc 10x faster than fortran (paper: 20.1); covtype: csc slower (paper: 1.1, sparse faster)
+    for dataset, density, t in (("20newsgroup", 0.0012, {"c": 50.0, "fortran": 10.0, "csc": 1.0}),
+                                ("covtype", 0.22, {"c": 3.0, "fortran": 2.0, "csc": 4.0})):
+        for r in range(3):
+            prints = {(dataset, r, lay): f"{dataset}{r}" for lay in ("c", "fortran", "csc")}
+            frames.append(_fits(prints, density=density, times=t))
+    pd.concat(frames).to_csv(tmp_path / "scores.csv", index=False)
+    cfg = {"datasets": ["20newsgroup", "covtype", "news20_binary"], "metrics": ["mse"], "methods": [],
+           "reports": [{"kind": "layouts", "figure": [],
+                        "reference": {"times": "thesis_table_8_2", "densities": "thesis_table_8_1"}}]}
+    build_experiment_report(tmp_path / "scores.csv", "e", cfg, ref_dir, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| 20newsgroup | 0.0012 | 0.0012 | 10.00 (20.10) | 50.00 (269.85) |" in md
+    assert "| covtype | 0.22 | 0.211 | 0.50 (1.10) **✗** | 0.75 (1.66) **✗** |" in md
+    assert "| news20_binary |  | 0.0003 | not run (N/A) | not run (N/A) |" in md   # configured, not run
+    ratios = pd.read_csv(next((tmp_path / "out" / "tables").glob("*_ratios.csv")))
+    assert list(ratios.loc[ratios["dataset"] == "covtype", "fortran_agrees"]) == ["NO"]
