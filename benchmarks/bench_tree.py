@@ -10,6 +10,17 @@ both alike; the median over ``--repeats`` runs is reported. Cases (issue 4):
 * sparse 0/1 labels, n=10000, p=100, d=1000, ~10 labels per row,
   max_depth=10: ours on the CSR label matrix, scikit-learn on the dense one.
 
+Each fit is timed in wall-clock and in CPU seconds of the process (the CPU
+ratio is the steadier one on a loaded machine). For the best splitter the two
+trees are compared: identical, or "ties" when they differ only where two
+splits send the same samples left (or mirrored), i.e. equal improvements that
+the two break differently; a genuinely different tree stops the benchmark.
+Also: CSR prediction (one fully grown tree each on the CSC case data,
+``predict`` of the same rows as CSR, 20 calls per timing, goal <= 0.7), and a
+forest of 32 trees fitted with n_jobs=1 and n_jobs=2 (goal: >= 1.8x faster on
+2 idle cores). ``--only TEXT`` keeps the tree cases whose name contains TEXT,
+``--skip-predict`` / ``--skip-forest`` leave those out.
+
 Small trees (the boosting / deep-ensemble case): a stump (max_depth=1) on
 300 x 5 float64 data through the public API, constructor + ``fit`` and
 ``predict`` of the 300 rows, each call timed alone, ours and scikit-learn
