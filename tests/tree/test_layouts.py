@@ -228,3 +228,21 @@ def test_report_ratios_beside_tables_8_1_and_8_2(tmp_path):
     assert "| news20_binary |  | 0.0003 | not run (N/A) | not run (N/A) |" in md   # configured, not run
     ratios = pd.read_csv(next((tmp_path / "out" / "tables").glob("*_ratios.csv")))
     assert list(ratios.loc[ratios["dataset"] == "covtype", "fortran_agrees"]) == ["NO"]
+
+
+def test_thesis_csc_example_and_row_pattern():
+    """Thesis Sec. 8.1.2: a 4 x 5 matrix with non-zeros a, b, c at (0, 0), (0, 3), (1, 3) is data = [a, b, c],
+    indices = [0, 0, 1], indptr = [0, 1, 1, 1, 3, 3]; a tree on it equals the dense one (all-zero columns and rows
+    included)."""
+    A = np.zeros((4, 5), dtype=np.float32)
+    A[0, 0], A[0, 3], A[1, 3] = 1.5, -2.0, 3.0
+    X = sp.csc_matrix(A)
+    np.testing.assert_array_equal(X.data, [1.5, -2.0, 3.0])
+    np.testing.assert_array_equal(X.indices, [0, 0, 1])
+    np.testing.assert_array_equal(X.indptr, [0, 1, 1, 1, 3, 3])
+    y = np.array([0.1, 0.7, 0.3, 0.9])
+    a = DecisionTreeRegressor(random_state=0).fit(X, y)
+    b = DecisionTreeRegressor(random_state=0).fit(A, y)
+    assert tree_fingerprint(a) == tree_fingerprint(b)
+    # rows 2 and 3 are all zero: no feature can separate them, they share a leaf
+    assert a.apply(X)[2] == a.apply(X)[3] and len(set(a.apply(X))) == 3
