@@ -21,6 +21,7 @@ from libc.stdlib cimport malloc, free, qsort
 from libc.math cimport log
 
 import numpy as np
+import scipy.sparse as sp
 
 from forestbench.tree._utils cimport sort_values
 
@@ -193,12 +194,12 @@ cdef class SparsePartitioner(Partitioner):
         self.log_nnz = &lv[0] if lv.shape[0] > 0 else NULL
         # the features of each row (the CSR pattern of X, without values): a node marks the
         # features that have a stored entry in one of its rows; the others are all zero there
+        # (scipy's CSC -> CSR transposition: O(nnz), no sort)
         n_features = indptr.shape[0] - 1
-        col_of_entry = np.repeat(np.arange(n_features, dtype=np.int32), np.diff(indptr))
-        order = np.argsort(indices, kind="stable")
-        row_features = np.ascontiguousarray(col_of_entry[order], dtype=np.int32)
-        row_indptr = np.zeros(n_rows + 1, dtype=np.intp)
-        np.cumsum(np.bincount(indices, minlength=n_rows)[:n_rows], out=row_indptr[1:])
+        pattern = sp.csc_matrix((np.ones(indices.shape[0], dtype=np.int8), indices, indptr),
+                                shape=(n_rows, n_features)).tocsr()
+        row_features = np.ascontiguousarray(pattern.indices, dtype=np.int32)
+        row_indptr = np.ascontiguousarray(pattern.indptr, dtype=np.intp)
         self._keep_rows = (row_features, row_indptr)
         cdef const int32_t[::1] rfv = row_features
         cdef const intp_t[::1] rpv = row_indptr
