@@ -26,6 +26,13 @@ else:
 validate(config, "workflow/schemas/config.schema.yaml")  # also fills in the schema's defaults
 
 
+# Timing experiments (`timing: true`): locally their fit jobs hold one `timing_slot` each and only one slot exists,
+# so they run one at a time (never two timed fits competing for the cores); `--resources timing_slot=N` overrides it.
+# On a cluster they get exclusive nodes instead (workflow/rules/resources.smk) and no slot limit applies.
+if workflow.local_exec and "timing_slot" not in workflow.global_resources:
+    workflow.register_resource("timing_slot", 1)
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/resources.smk"

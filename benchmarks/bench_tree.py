@@ -10,6 +10,17 @@ both alike; the median over ``--repeats`` runs is reported. Cases (issue 4):
 * sparse 0/1 labels, n=10000, p=100, d=1000, ~10 labels per row,
   max_depth=10: ours on the CSR label matrix, scikit-learn on the dense one.
 
+Each fit is timed in wall-clock and in CPU seconds of the process (the CPU
+ratio is the steadier one on a loaded machine). For the best splitter the two
+trees are compared: identical, or "ties" when they differ only where two
+splits send the same samples left (or mirrored), i.e. equal improvements that
+the two break differently; a genuinely different tree stops the benchmark.
+Also: CSR prediction (one fully grown tree each on the CSC case data,
+``predict`` of the same rows as CSR, 20 calls per timing, goal <= 0.7), and a
+forest of 32 trees fitted with n_jobs=1 and n_jobs=2 (goal: >= 1.8x faster on
+2 idle cores). ``--only TEXT`` keeps the tree cases whose name contains TEXT,
+``--skip-predict`` / ``--skip-forest`` leave those out.
+
 Small trees (the boosting / deep-ensemble case): a stump (max_depth=1) on
 300 x 5 float64 data through the public API, constructor + ``fit`` and
 ``predict`` of the 300 rows, each call timed alone, ours and scikit-learn
@@ -88,11 +99,12 @@ def build_cases(quick):
     for d in (1, 20):
         X, y = _dense_case(20000 // s, 50, d)
         for splitter in ("best", "random"):
-            cases.append(dict(case=f"dense n={X.shape[0]} p=50 d={d} {splitter}", goal=1.0,
+            goal = {"best": 0.35, "random": 0.5}[splitter] if d == 1 else 1.0
+            cases.append(dict(case=f"dense n={X.shape[0]} p=50 d={d} {splitter}", goal=goal,
                               ours=(X, y, dict(splitter=splitter)), sk=(X, y, dict(splitter=splitter))))
     X, y = _csc_case(10000 // s, 20000 // s, 0.001 * (s if quick else 1))
     for splitter in ("best", "random"):
-        cases.append(dict(case=f"csc n={X.shape[0]} p={X.shape[1]} density=0.1% {splitter}", goal=1.0,
+        cases.append(dict(case=f"csc n={X.shape[0]} p={X.shape[1]} density=0.1% {splitter}", goal=0.5,
                           ours=(X, y, dict(splitter=splitter)), sk=(X, y, dict(splitter=splitter))))
     X, Ys, Yd = _label_case(10000 // s, 100, 1000 // s, 10)
     cases.append(dict(case=f"sparse labels n={X.shape[0]} p=100 d={Yd.shape[1]} max_depth=10",
@@ -102,9 +114,89 @@ def build_cases(quick):
 
 def _time_fit(cls, X, y, params):
     est = cls(random_state=0, **params)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     est.fit(X, y)
-    return time.perf_counter() - t0, est
+    return time.perf_counter() - t0, time.process_time() - c0, est
+
+
+def _same_structure(a, b, X):
+    """Whether two trees fitted on X are the same tree, walking both from the root.
+
+    True: identical features and thresholds everywhere. "ties": wherever they differ, the two splits send the
+    same training samples left (several features induce the same partition, typically when a node peels off a
+    sample that is extreme in more than one feature; the improvements are then exactly equal, scikit-learn keeps
+    the first of its random feature order and we the first in index order), or the mirror partition (left and
+    right swapped, same improvement), so both trees make the same recursive partition of the training set.
+    False: a split with a different partition.
+    """
+    ta, tb = a.tree_, b.tree_
+    pa, pb = sp.csc_matrix(a.decision_path(X)), sp.csc_matrix(b.decision_path(X))
+
+    def rows(path, node):
+        return frozenset(path.indices[path.indptr[node]:path.indptr[node + 1]].tolist())
+
+    stack, tie = [(0, 0)], False
+    while stack:
+        i, j = stack.pop()
+        la, lb = ta.children_left[i], tb.children_left[j]
+        if la < 0 and lb < 0:
+            continue
+        if la < 0 or lb < 0:
+            return False
+        ra, rb = ta.children_right[i], tb.children_right[j]
+        if ta.feature[i] == tb.feature[j] and ta.threshold[i] == tb.threshold[j]:
+            stack += [(la, lb), (ra, rb)]
+        elif rows(pa, la) == rows(pb, lb):
+            stack += [(la, lb), (ra, rb)]
+            tie = True
+        elif rows(pa, la) == rows(pb, rb):      # the same partition, mirrored
+            stack += [(la, rb), (ra, lb)]
+            tie = True
+        else:
+            return False
+    return "ties" if tie else True
+
+
+def csr_predict(X, y, repeats, inner=20):
+    """Prediction from CSR input (thesis Sec. 8.2): one fully grown tree each, fitted on the CSC case data,
+    then ``predict`` on the same rows as CSR, ``inner`` calls per timing, interleaved."""
+    ours = DecisionTreeRegressor(random_state=0).fit(X, y)
+    sk = SkTree(random_state=0).fit(X, y)
+    Xr = sp.csr_matrix(X)
+    same = _same_structure(ours, sk, X)
+    if same is False:
+        raise SystemExit("csr predict: ours and scikit-learn grew different trees")
+    rows = []
+    for r in range(repeats):
+        order = [("ours", ours), ("sklearn", sk)]
+        if r % 2:
+            order.reverse()
+        for impl, est in order:
+            t0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(inner):
+                est.predict(Xr)
+            rows.append(dict(case=f"csr predict n={X.shape[0]} p={X.shape[1]} density=0.1% ({inner} calls)",
+                             impl=impl, repeat=r, seconds=time.perf_counter() - t0,
+                             cpu_seconds=time.process_time() - c0, node_count=est.tree_.node_count,
+                             same_tree=same))
+            print(f"[{r}] {rows[-1]['case']:<50} {impl:<8} {rows[-1]['seconds']:8.3f}s", flush=True)
+    return rows
+
+
+def forest_threads(X, y, repeats, n_estimators=32):
+    """Fit time of one forest with n_jobs=1 and n_jobs=2 (wall clock), interleaved."""
+    from forestbench.ensemble import RandomForestRegressor
+    rows = []
+    for r in range(repeats):
+        order = [1, 2] if r % 2 == 0 else [2, 1]
+        for n_jobs in order:
+            est = RandomForestRegressor(n_estimators=n_estimators, max_features=0.3, n_jobs=n_jobs, random_state=0)
+            t0, c0 = time.perf_counter(), time.process_time()
+            est.fit(X, y)
+            rows.append(dict(case=f"forest {n_estimators} trees n={X.shape[0]} p={X.shape[1]}", impl=f"n_jobs={n_jobs}",
+                             repeat=r, seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0))
+            print(f"[{r}] {rows[-1]['case']:<50} n_jobs={n_jobs} {rows[-1]['seconds']:8.3f}s", flush=True)
+    return rows
 
 
 def _sklearn_bytes(est):
@@ -206,6 +298,9 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=str(Path(__file__).parent / "out"))
     ap.add_argument("--quick", action="store_true", help="10x smaller data (smoke test)")
+    ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
+    ap.add_argument("--skip-predict", action="store_true", help="leave out the CSR prediction case")
+    ap.add_argument("--skip-forest", action="store_true", help="leave out the n_jobs=1 vs 2 forest case")
     ap.add_argument("--small-only", action="store_true", help="only the small trees (stump) case")
     ap.add_argument("--small-calls", type=int, default=2000, help="timed calls per repeat for the stump case")
     args = ap.parse_args(argv)
@@ -222,43 +317,80 @@ def main(argv=None):
         return
 
     cases, label_data = build_cases(args.quick)
+    Xc, yc = next((c["ours"][0], c["ours"][1]) for c in cases if c["case"].startswith("csc"))
+    cases = [c for c in cases if args.only in c["case"]]
     rows = []
     for r in range(args.repeats):
         for c in cases:
             order = [("ours", DecisionTreeRegressor, c["ours"]), ("sklearn", SkTree, c["sk"])]
             if r % 2:
                 order.reverse()
+            fitted = {}
             for impl, cls, (X, y, params) in order:
-                sec, est = _time_fit(cls, X, y, params)
-                rows.append(dict(case=c["case"], impl=impl, repeat=r, seconds=sec,
+                sec, cpu, est = _time_fit(cls, X, y, params)
+                fitted[impl] = est
+                rows.append(dict(case=c["case"], impl=impl, repeat=r, seconds=sec, cpu_seconds=cpu,
                                  node_count=est.tree_.node_count))
                 print(f"[{r}] {c['case']:<50} {impl:<8} {sec:8.3f}s", flush=True)
+            # best splitter: the same tree as scikit-learn's (tie-free data); random: different RNGs
+            same = (_same_structure(fitted["ours"], fitted["sklearn"], c["ours"][0])
+                    if "best" in c["case"] and "sparse labels" not in c["case"] else None)
+            for row in rows[-2:]:
+                row["same_tree"] = same
+            if same is False and "sparse labels" not in c["case"]:
+                raise SystemExit(f"{c['case']}: ours and scikit-learn grew different trees")
+    if not args.skip_predict:
+        rows += csr_predict(Xc, yc, args.repeats)
+    forest_rows = forest_threads(*_dense_case(20000 // (10 if args.quick else 1), 50, 1), args.repeats) \
+        if not args.skip_forest else []
     times = pd.DataFrame(rows)
     med = times.pivot_table(index="case", columns="impl", values="seconds", aggfunc="median")
     goals = {c["case"]: c["goal"] for c in cases}
+    names = list(dict.fromkeys(times["case"]))
+    goals.update({name: 0.7 for name in names if name.startswith("csr predict")})
     summary = pd.DataFrame({
-        "case": [c["case"] for c in cases],
-        "ours_median_s": [med.loc[c["case"], "ours"] for c in cases],
-        "sklearn_median_s": [med.loc[c["case"], "sklearn"] for c in cases],
+        "case": names,
+        "ours_median_s": [med.loc[name, "ours"] for name in names],
+        "sklearn_median_s": [med.loc[name, "sklearn"] for name in names],
     })
     summary["ratio"] = summary["ours_median_s"] / summary["sklearn_median_s"]
     # the same from the pairs of one repeat (robust to load drifting between repeats)
     paired = times.pivot_table(index=["case", "repeat"], columns="impl", values="seconds")
     paired_ratio = (paired["ours"] / paired["sklearn"]).groupby(level="case").median()
     summary["paired_ratio_median"] = summary["case"].map(paired_ratio)
+    cpu = times.pivot_table(index="case", columns="impl", values="cpu_seconds", aggfunc="median")
+    summary["cpu_ratio"] = summary["case"].map(cpu["ours"] / cpu["sklearn"])
+    same = times.groupby("case")["same_tree"].agg(
+        lambda s: None if s.isna().all() else ("ties" if "ties" in set(map(str, s.dropna())) and
+                                               s.dropna().astype(str).isin(["True", "ties"]).all()
+                                               else bool(s.dropna().astype(str).eq("True").all())))
+    summary["same_tree"] = summary["case"].map(same)
     summary["goal"] = summary["case"].map(goals)
     summary["meets_goal"] = summary["ratio"] <= summary["goal"]
     summary["repeats"] = args.repeats
 
-    mb = model_bytes(*label_data)
+    mb = model_bytes(*label_data) if any("sparse labels" in c["case"] for c in cases) else None
+    if forest_rows:
+        ft = pd.DataFrame(forest_rows)
+        fm = ft.pivot_table(index="case", columns="impl", values="seconds", aggfunc="median")
+        paired = ft.pivot_table(index=["case", "repeat"], columns="impl", values="seconds")
+        speedup = dict(case=fm.index[0], n_jobs1_median_s=float(fm["n_jobs=1"].iloc[0]),
+                       n_jobs2_median_s=float(fm["n_jobs=2"].iloc[0]),
+                       speedup=float(fm["n_jobs=1"].iloc[0] / fm["n_jobs=2"].iloc[0]),
+                       paired_speedup_median=float((paired["n_jobs=1"] / paired["n_jobs=2"]).median()), goal=1.8)
+        buf = io.StringIO()
+        pd.concat([ft]).to_csv(buf, index=False)
+        write_text(out / "bench_tree_forest_times.csv", buf.getvalue())
+        print(f"\nforest n_jobs=2 vs 1: {speedup}")
 
     for name, df in (("bench_tree_times.csv", times), ("bench_tree_summary.csv", summary)):
         buf = io.StringIO()
         df.to_csv(buf, index=False)
         write_text(out / name, buf.getvalue())
-    buf = io.StringIO()
-    pd.DataFrame([mb]).to_csv(buf, index=False)
-    write_text(out / "bench_tree_model_bytes.csv", buf.getvalue())
+    if mb is not None:
+        buf = io.StringIO()
+        pd.DataFrame([mb]).to_csv(buf, index=False)
+        write_text(out / "bench_tree_model_bytes.csv", buf.getvalue())
 
     import matplotlib
     matplotlib.use("Agg")
@@ -278,12 +410,13 @@ def main(argv=None):
     plt.close(fig)
 
     print()
-    print(summary[["case", "ours_median_s", "sklearn_median_s", "ratio", "paired_ratio_median", "goal",
-                   "meets_goal"]]
+    print(summary[["case", "ours_median_s", "sklearn_median_s", "ratio", "paired_ratio_median", "cpu_ratio",
+                   "same_tree", "goal", "meets_goal"]]
           .to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"\nfully grown sparse-label tree: ours {mb['ours_bytes'] / 1e6:.2f} MB "
-          f"({mb['ours_leaves']} leaves), scikit-learn {mb['sklearn_bytes'] / 1e6:.1f} MB "
-          f"(formula checked on a real fit: {mb['sklearn_formula_checked']})")
+    if mb is not None:
+        print(f"\nfully grown sparse-label tree: ours {mb['ours_bytes'] / 1e6:.2f} MB "
+              f"({mb['ours_leaves']} leaves), scikit-learn {mb['sklearn_bytes'] / 1e6:.1f} MB "
+              f"(formula checked on a real fit: {mb['sklearn_formula_checked']})")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from forestbench.errors import DataError
 COLUMNS = ["experiment", "dataset", "method", "variant", "repeat", "seed", "step", "n_trees", "stage_fit_s",
            "metric", "value", "undefined_reason", "higher_is_better", "validation_score", "fit_wall_s", "fit_cpu_s",
            "predict_wall_s", "predict_cpu_s", "n_nodes",
-           "model_bytes", "peak_rss_mb", "n_train", "n_test", "split_sha256", "slurm_job_id", "host"]
+           "model_bytes", "max_depth", "tree_sha256", "input_density", "peak_rss_mb", "n_train", "n_test",
+           "split_sha256", "slurm_job_id", "host"]
 
 
 def read_record(path: str | Path) -> dict:
@@ -39,6 +40,9 @@ def record_rows(record: dict) -> list[dict]:
         "fit_wall_s": record.get("fit_wall_s"), "fit_cpu_s": record.get("fit_cpu_s"),
         "predict_wall_s": record.get("predict_wall_s"), "predict_cpu_s": record.get("predict_cpu_s"),
         "n_nodes": record.get("model", {}).get("n_nodes"), "model_bytes": record.get("model", {}).get("bytes"),
+        "max_depth": record.get("model", {}).get("max_depth"),
+        "tree_sha256": record.get("model", {}).get("tree_sha256"),
+        "input_density": record.get("data", {}).get("input_density"),
         "peak_rss_mb": record.get("peak_rss_mb"), "n_train": record.get("n_train"), "n_test": record.get("n_test"),
         "split_sha256": record.get("data", {}).get("split_sha256"),
         "slurm_job_id": (prov.get("slurm") or {}).get("SLURM_JOB_ID"), "host": prov.get("host"),

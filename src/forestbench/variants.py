@@ -11,8 +11,9 @@ from forestbench.errors import ConfigError
 
 NAME_PATTERN = r"[A-Za-z0-9_.=+-]+"
 
-#: parameters of a run that are not estimator parameters (the input memory layout of timing experiments)
-RUN_PARAMETERS = ("input_layout",)
+#: parameters of a run that are not estimator parameters (the input memory layouts of timing experiments: the
+#: layout X is fitted from, and the one it is predicted from, by default CSR after a CSC fit)
+RUN_PARAMETERS = ("input_layout", "predict_layout")
 
 
 def format_value(value) -> str:

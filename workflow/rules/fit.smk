@@ -18,12 +18,15 @@ rule fit:
         spec=run_spec_json,
         selected=selected_arg,
     threads: fit_threads
+    # timing experiments run repeat by repeat: every variant (input layout, ...) of repeat r before repeat r + 1
+    priority: fit_priority
     resources:
         # the attempt number reaches the command (and the run record) through a resource
         attempt=lambda wildcards, attempt: attempt,
         mem_mb=fit_mem_mb,
         runtime=fit_runtime,
         slurm_extra=fit_slurm_extra,
+        timing_slot=fit_timing_slot,
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "python -m forestbench fit --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "

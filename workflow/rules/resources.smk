@@ -60,6 +60,21 @@ def fit_slurm_extra(wildcards):
     return "--exclusive" if PLAN.experiments[wildcards.experiment].config.get("timing") else None
 
 
+def _timing(wildcards):
+    return bool(PLAN.experiments[wildcards.experiment].config.get("timing"))
+
+
+def fit_timing_slot(wildcards):
+    # 1 for the fit jobs of a timing experiment: locally only one slot exists (see the Snakefile), so they run alone
+    return 1 if _timing(wildcards) else 0
+
+
+def fit_priority(wildcards):
+    # timing experiments: repeat-major order, so that a drift of the machine's load over the run hits every variant
+    # (layout) of a repeat alike instead of one variant's repeats all at once
+    return -int(wildcards.repeat) if _timing(wildcards) else 0
+
+
 def data_mem_mb(wildcards, attempt):
     return fbres.data_requests(_shape(wildcards.dataset), attempt, sparse=_sparse(wildcards.dataset))["mem_mb"]
 

@@ -231,6 +231,47 @@ def sparse_inputs(n_samples: int = 2000, n_features: int = 1000, density: float 
     return Dataset("sparse_inputs", X, y[:, None], "binary", meta)
 
 
+@loader("density_sweep")
+def density_sweep(density: float, n_samples: int = 100_000, n_features: int = 1_000, seed: int = 0,
+                  dense_from: float = 0.5) -> Dataset:
+    """The synthetic regression problem of thesis Sec. 8.3.1 (Figs 8.2-8.3) at one input density.
+
+    Every entry of X is non-zero independently with probability ``density`` (so the non-zeros sit at uniformly
+    random positions), a non-zero is N(0, 1) in float32, and y ~ U[0, 1] independently of X. The data is meant to
+    be fitted and predicted on all rows (protocol ``given``: train = test = every row, as the thesis times
+    prediction on the training set). X is returned as CSC, or as a dense C array when ``density >= dense_from``
+    (a sparse copy would be no smaller); the runner turns it into whichever layout a variant asks for.
+    """
+    if isinstance(density, bool) or not isinstance(density, (int, float)) or not 0.0 < float(density) <= 1.0:
+        raise ConfigError(f"density_sweep: density must be a number in (0, 1], not {density!r}")
+    if n_samples < 1 or n_features < 1:
+        raise ConfigError(f"density_sweep: n_samples and n_features must be >= 1 (got {n_samples}, {n_features})")
+    density = float(density)
+    rng = np.random.default_rng(seed)
+    columns, rows, counts = [], [], np.zeros(n_features + 1, dtype=np.int64)
+    for j in range(n_features):
+        present = np.flatnonzero(rng.random(n_samples) < density) if density < 1.0 else np.arange(n_samples)
+        values = rng.standard_normal(present.size).astype(np.float32)
+        zero = values == 0  # a draw that rounds to 0 would not be stored: redraw it
+        while zero.any():
+            values[zero] = rng.standard_normal(int(zero.sum())).astype(np.float32)
+            zero = values == 0
+        rows.append(present.astype(np.int32))
+        columns.append(values)
+        counts[j + 1] = present.size
+    X = sp.csc_matrix((np.concatenate(columns), np.concatenate(rows), np.cumsum(counts)),
+                      shape=(n_samples, n_features))
+    del columns, rows
+    if density >= dense_from:
+        X = np.ascontiguousarray(X.toarray(), dtype=np.float32)
+    y = rng.uniform(0.0, 1.0, size=n_samples)
+    n_nonzero = int(counts.sum())
+    meta = {"generator": "density_sweep", "seed": seed, "density": density,
+            "measured_density": n_nonzero / float(n_samples * n_features)}
+    everything = np.arange(n_samples)
+    return Dataset("density_sweep", X, y[:, None], "regression", meta, [(everything, everything)])
+
+
 # --------------------------------------------------------------------------------------------------------------
 # the lecture slides' teaching problems (CART / bagging / random forests)
 

@@ -21,6 +21,15 @@ Report kinds (``experiments.<E>.reports`` entries; the registry is ``REPORT_KIND
 - ``convergence``: ``metric``, ``hue`` (``variant``); staged rows (``step`` set) against the step.
 - ``oob_curve``: ``metric``, ``x``, ``oob`` (default ``extra.oob_mse``): the out-of-bag and the test score against
   ``x`` (e.g. the number of trees), and a table of their paired gap.
+- ``layouts``: one problem grown from several input layouts (thesis ch.8; variants differ by ``input_layout``).
+  ``time`` (``fit_wall_s``), ``sparse`` (``csc``), ``dense`` (``fortran``: the layout the crossover is taken
+  against), ``figure`` (quantities among ``fit_wall_s``, ``predict_wall_s``, ``max_depth``; ``[]`` for none),
+  ``crossover_reference`` (a published crossover density, drawn beside ours), ``on_mismatch`` (``fail`` |
+  ``flag``), ``reference`` (``times``: a Table 8.2/8.3 CSV, ``densities``: the Table 8.1 CSV, ``datasets``: our
+  name -> dataset_id). Fails (or flags) when the layouts of a (dataset, repeat) grew different trees (record field
+  ``tree_sha256``); per-layout medians and quartiles, dense / sparse time ratios beside the published ones, measured
+  densities beside Table 8.1's, the crossover density, and the figure against the measured density (log x, median
+  and inter-quartile band per layout, repeats as dots).
 
 ``experiments.<E>.reference`` is one mapping or a list of them: ``table`` (stem of a CSV in config/reference),
 ``metric``, ``methods`` (our variant -> reference method_id), optional ``datasets`` (our dataset -> reference

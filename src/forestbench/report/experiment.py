@@ -15,8 +15,8 @@ from typing import Callable
 import pandas as pd
 
 from forestbench._io import write_json, write_text
-from forestbench.errors import ConfigError
-from forestbench.report import figures, reproduction, tables
+from forestbench.errors import ConfigError, DataError
+from forestbench.report import figures, layouts, reproduction, tables
 from forestbench.variants import variant_names
 from forestbench.report.data import (TIME_COLUMNS, add_variant_group, complete_rows, final_rows, load_scores,
                                      metric_direction, ordered_unique, score_matrix, summarise)
@@ -45,6 +45,7 @@ class Context:
     datasets: list[str]
     variants: list[str]
     written: list[Path] = field(default_factory=list)
+    reference_dir: Path | None = None
 
     def where(self, index: int) -> str:
         return f"experiments.{self.experiment}.reports[{index}]"
@@ -251,6 +252,109 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
     return _line_figure(ctx, sec, slug, figures.timing_plot, rows, x, time, hue)
 
 
+def _fmt(x, spec: str = ".3g") -> str:
+    return "" if x is None or pd.isna(x) else format(float(x), spec)
+
+
+@report_kind("layouts")
+def _layouts(ctx: Context, spec: dict, slug: str) -> Section:
+    """The same trees grown from several input layouts (thesis ch.8): fingerprint check, medians, dense / sparse
+    time ratios beside the published ones, the density sweep figure and its crossover density."""
+    time = str(spec.get("time", "fit_wall_s"))
+    if time not in TIME_COLUMNS:
+        raise ConfigError(f"layouts report: time must be one of {', '.join(TIME_COLUMNS)}, got {time!r}")
+    on_mismatch = str(spec.get("on_mismatch", "fail"))
+    if on_mismatch not in ("fail", "flag"):
+        raise ConfigError(f"layouts report: on_mismatch must be 'fail' or 'flag', got {on_mismatch!r}")
+    quantities = [str(q) for q in spec.get("figure", layouts.QUANTITIES) or []]
+    unknown = sorted(set(quantities) - set(layouts.QUANTITIES))
+    if unknown:
+        raise ConfigError(f"layouts report: figure quantities must be among {', '.join(layouts.QUANTITIES)}, "
+                          f"not {', '.join(unknown)}")
+    sparse, dense = str(spec.get("sparse", "csc")), str(spec.get("dense", "fortran"))
+    sec = Section("layouts", f"input layouts: identical trees, {time} and depth per layout")
+    rows = _restrict(ctx, layouts.fit_rows(ctx.scores, str(spec.get("layout", layouts.LAYOUT))), spec)
+    base = ctx.out_dir / "tables" / slug
+    # 1. the same tree in every layout
+    bad = layouts.fingerprint_mismatches(rows)
+    sec.data["fingerprint_mismatches"] = bad.to_dict(orient="records")
+    sec.files["fingerprint mismatches CSV"] = ctx.write(base.with_name(base.name + "_mismatches.csv"),
+                                                        bad.to_csv(index=False))
+    if len(bad):
+        listing = "; ".join(f"{r.dataset} repeat {r.repeat}: {r.problem} ({r.layouts})" for r in bad.itertuples())
+        if on_mismatch == "fail":
+            raise DataError(f"experiment {ctx.experiment}: the input layouts did not grow identical trees: "
+                            f"{listing}")
+        sec.notes.append(f"**IDENTICAL-TREE CHECK FAILED** for {len(bad)} (dataset, repeat): {listing}")
+    elif not rows.empty:
+        n_groups = rows.groupby(["dataset", "repeat"]).ngroups
+        sec.notes.append(f"identical trees: every one of the {n_groups} (dataset, repeat) grew the same tree "
+                         f"(structural sha256) in each of its layouts ({', '.join(dict.fromkeys(rows['layout']))})")
+    if rows.empty:
+        sec.notes.append("no results yet")
+        return sec
+    # 2. medians, quartiles, ratios
+    summary = layouts.layout_summary(rows)
+    ratios = layouts.time_ratios(summary, time, sparse)
+    sec.files["per-layout CSV"] = ctx.write(base.with_name(base.name + "_summary.csv"), summary.to_csv(index=False))
+    ref = spec.get("reference") or {}
+    paper = layouts.published(ctx.reference_dir or Path("config/reference"), ref.get("times"),
+                              ref.get("densities"), ref.get("datasets")) if ref else None
+    table = layouts.compare_published(ratios, paper, list(ratios["dataset"])) if paper is not None else ratios
+    if paper is not None:
+        table = table[table["dataset"].isin(ctx.datasets_for(spec)) | table["fortran_over_csc"].notna()]
+    sec.files["ratios CSV"] = ctx.write(base.with_name(base.name + "_ratios.csv"), table.to_csv(index=False))
+    heads = ["dataset", "density"] + (["paper density"] if paper is not None else []) + [
+        f"{d}/{sparse}" + (" (paper)" if paper is not None else "") for d in ("fortran", "c")]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for r in table.itertuples(index=False):
+        cells = [str(r.dataset), _fmt(r.input_density, ".4g")]
+        if paper is not None:
+            cells.append(_fmt(r.paper_density, ".4g"))
+        for d in ("fortran", "c"):
+            ours = _fmt(getattr(r, f"{d}_over_{sparse}"), ".2f")
+            if paper is not None:
+                theirs = _fmt(getattr(r, f"paper_{d}_over_csc"), ".2f") or "N/A"
+                agree = getattr(r, f"{d}_agrees")
+                ours = f"{ours or 'not run'} ({theirs})" + (" **✗**" if agree == "NO" else "")
+            cells.append(ours)
+        lines.append("| " + " | ".join(cells) + " |")
+    sec.markdown = (f"Ratios of median {time} (dense / {sparse}; above 1: {sparse} is faster)"
+                    + (", ours (paper); ✗: the other layout wins in the paper" if paper is not None else "")
+                    + ".\n\n" + "\n".join(lines))
+    sec.html = "<pre>" + html.escape(sec.markdown) + "</pre>"
+    if paper is not None:
+        for d in ("fortran", "c"):
+            col = table[f"{d}_agrees"]
+            judged = col[col != ""]
+            sec.data[f"{d}_over_{sparse}_agree"] = int((judged == "yes").sum())
+            sec.data[f"{d}_over_{sparse}_compared"] = int(len(judged))
+            if len(judged):
+                sec.notes.append(f"{d}/{sparse}: the faster layout agrees with the paper on "
+                                 f"{int((judged == 'yes').sum())} of {len(judged)} dataset(s)")
+    # 3. crossover density and the sweep figure
+    cross = layouts.crossovers(summary, time, sparse, dense)
+    sec.data["crossovers"] = cross
+    published_at = spec.get("crossover_reference")
+    up = [c for c in cross if c > 0]
+    if summary["input_density"].nunique() > 1:
+        text = (f"{sparse} stops beating {dense} ({time}, medians) at density ≈ {up[0]:.3g}" if up else
+                f"{sparse} and {dense} ({time}, medians) do not cross in the measured density range")
+        if published_at is not None:
+            text += f" (thesis: ≈ {float(published_at):g})"
+        sec.notes.append(text)
+    if quantities:
+        marks = {"ours": up[0] if up else None}
+        if published_at is not None:
+            marks["thesis"] = float(published_at)
+        fig = layouts.sweep_figure(rows, quantities, marks, title=ctx.experiment)
+        pdf, png = figures.save_figure(fig, ctx.out_dir / "figures" / slug)
+        ctx.written += [pdf, png]
+        sec.files.update({"PDF": pdf, "PNG": png})
+        sec.images = [png]
+    return sec
+
+
 @report_kind("convergence")
 def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
     """Staged scores against ``x``: ``step`` (default), ``n_trees`` or ``stage_fit_s`` (cumulative fit seconds);
@@ -367,12 +471,16 @@ def _reference_datasets(cfg: dict, reference_dir: Path, experiment: str) -> list
 def missing_cells(scores: pd.DataFrame, metrics: list[str], datasets: list[str], variants: list[str]) -> list[dict]:
     """Every expected (dataset, variant, metric) with no final score."""
     out = []
+    ran = set(scores["dataset"]) if not scores.empty else set()
     for metric in metrics:
         # a finished job whose score is undefined (null) has a result: it is reported as undefined, not missing
         rows = scores[(scores["metric"] == metric) & scores["step"].isna()]
         have = set(zip(rows["dataset"], rows["variant"]))
+        scored = set(rows["dataset"])
+        # a dataset that ran but never got this metric is of a task the metric does not apply to (e.g. accuracy
+        # on a regression set of a mixed experiment): its cells are not missing
         out += [{"dataset": d, "variant": v, "metric": metric}
-                for d in datasets for v in variants if (d, v) not in have]
+                for d in datasets if d in scored or d not in ran for v in variants if (d, v) not in have]
     return out
 
 
@@ -390,7 +498,8 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
     ref_datasets = _reference_datasets(experiment_cfg, reference_dir, experiment_name)
     datasets, variants = _expected(experiment_cfg, scores, experiment_name)
     datasets = ordered_unique(ref_datasets + datasets) if not experiment_cfg.get("datasets") else datasets
-    ctx = Context(experiment_name, experiment_cfg, scores, out_dir, datasets, variants)
+    ctx = Context(experiment_name, experiment_cfg, scores, out_dir, datasets, variants,
+                  reference_dir=reference_dir)
     specs = experiment_cfg.get("reports") or []
     if not isinstance(specs, list):
         raise ConfigError(f"experiments.{experiment_name}.reports must be a list")
@@ -402,7 +511,7 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
         kind = spec.get("kind")
         if kind not in REPORT_KINDS:
             raise ConfigError(f"{where}.kind: unknown report kind {kind!r} (known: {', '.join(sorted(REPORT_KINDS))})")
-        if kind != "timing":
+        if kind not in ("timing", "layouts"):
             _require(spec, "metric", where)
         for key in ("x",) if kind in ("sweep", "timing") else ():
             _require(spec, key, where)

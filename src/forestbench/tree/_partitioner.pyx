@@ -21,6 +21,7 @@ from libc.stdlib cimport malloc, free, qsort
 from libc.math cimport log
 
 import numpy as np
+import scipy.sparse as sp
 
 from forestbench.tree._utils cimport sort_values
 
@@ -170,8 +171,10 @@ cdef class SparsePartitioner(Partitioner):
     def __cinit__(self, *args, **kwargs):
         self.mapping = NULL
         self.sorted_samples = NULL
+        self.node_features = NULL
 
     def __init__(self, intp_t n_rows, data, indices, indptr):
+        cdef intp_t i
         data = np.ascontiguousarray(data, dtype=np.float32)
         indices = np.ascontiguousarray(indices, dtype=np.int32)
         indptr = np.ascontiguousarray(indptr, dtype=np.int32)
@@ -189,10 +192,30 @@ cdef class SparsePartitioner(Partitioner):
             self._log_nnz = np.ascontiguousarray(np.log(np.maximum(nnz, 1.0)))
         cdef const float64_t[::1] lv = self._log_nnz
         self.log_nnz = &lv[0] if lv.shape[0] > 0 else NULL
+        # the features of each row (the CSR pattern of X, without values): a node marks the
+        # features that have a stored entry in one of its rows; the others are all zero there
+        # (scipy's CSC -> CSR transposition: O(nnz), no sort)
+        n_features = indptr.shape[0] - 1
+        pattern = sp.csc_matrix((np.ones(indices.shape[0], dtype=np.int8), indices, indptr),
+                                shape=(n_rows, n_features)).tocsr()
+        row_features = np.ascontiguousarray(pattern.indices, dtype=np.int32)
+        row_indptr = np.ascontiguousarray(pattern.indptr, dtype=np.intp)
+        self._keep_rows = (row_features, row_indptr)
+        cdef const int32_t[::1] rfv = row_features
+        cdef const intp_t[::1] rpv = row_indptr
+        self.row_features = &rfv[0] if rfv.shape[0] > 0 else NULL
+        self.row_indptr = &rpv[0]
+        self.node_features = <intp_t*> malloc((n_features if n_features > 0 else 1) * sizeof(intp_t))
+        if self.node_features == NULL:
+            raise MemoryError()
+        for i in range(n_features):
+            self.node_features[i] = -1
+        self.node_stamp = -1
 
     def __dealloc__(self):
         free(self.mapping)
         free(self.sorted_samples)
+        free(self.node_features)
 
     cdef int set_buffers(self, intp_t* samples, float32_t* Xf, intp_t n_samples) except -1:
         cdef intp_t i
@@ -210,10 +233,22 @@ cdef class SparsePartitioner(Partitioner):
         return 0
 
     cdef void init_node(self, intp_t start, intp_t end) noexcept nogil:
+        cdef intp_t p, k, row
+        cdef intp_t* node_features = self.node_features
+        cdef const int32_t* row_features = self.row_features
+        cdef const intp_t* row_indptr = self.row_indptr
+        cdef intp_t stamp
         self.start = start
         self.end = end
         self.is_samples_sorted = 0
         self.log_n = log(<double>(end - start)) if end > start else 0.0
+        # features with a stored entry in the node: O(entries of the node's rows)
+        self.node_stamp += 1
+        stamp = self.node_stamp
+        for p in range(start, end):
+            row = self.samples[p]
+            for k in range(row_indptr[row], row_indptr[row + 1]):
+                node_features[row_features[k]] = stamp
 
     cdef void extract_nnz(self, intp_t f) noexcept nogil:
         cdef intp_t k_start = self.indptr[f], k_end = self.indptr[f + 1]
