@@ -467,6 +467,8 @@ cdef struct Candidate:
     intp_t pos
     float64_t threshold
     float64_t improvement
+    intp_t order_feature     # a feature whose range [start, end) holds exactly the node's samples
+    bint in_master           # the root: its ranges are read from the master orders
 
 
 cdef class PresortBuilder:
@@ -574,20 +576,23 @@ cdef class PresortBuilder:
 
     cdef void _evaluate(self, Candidate* c, const float64_t* Z, intp_t q, uint64_t* state) noexcept nogil:
         """Find the best split of the node c (c.feature = -1 if it must be a leaf)."""
+        cdef const int32_t* base_idx = self.master_idx if c.in_master else self.idx
+        cdef const float32_t* base_val = self.master_val if c.in_master else self.val
         cdef intp_t n = self.n, start = c.start, end = c.end, m = end - start
         cdef intp_t r, k, i, f, fi, n_scored = 0, n_drawn = 0, tmp
         cdef const int32_t* ix
         cdef const float32_t* xv
         cdef float64_t* S = self.sum_total
         cdef float64_t* SL = self.sum_left
-        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, threshold
+        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, threshold, sl2, slS
+        cdef const float64_t* zrow
         cdef bint use_all = self.max_features >= self.p
         c.feature = -1
         c.improvement = 0.0
         if m < 2:
             return
         memset(S, 0, q * sizeof(float64_t))
-        ix = self.idx
+        ix = base_idx + c.order_feature * n
         for r in range(start, end):
             i = ix[r]
             for k in range(q):
@@ -614,25 +619,36 @@ cdef class PresortBuilder:
                 self.feats[k] = tmp
                 f = self.feats[n_drawn]
                 n_drawn += 1
-            ix = self.idx + f * n
-            xv = self.val + f * n
+            ix = base_idx + f * n
+            xv = base_val + f * n
             if xv[end - 1] <= xv[start] + FEATURE_THRESHOLD:
                 continue
             n_scored += 1
             memset(SL, 0, q * sizeof(float64_t))
+            sl2 = 0.0
+            slS = 0.0
             for r in range(start, end - 1):
                 i = ix[r]
-                for k in range(q):
-                    SL[k] += Z[i * q + k]
+                if q == 1:
+                    SL[0] += Z[i]
+                else:
+                    # running sum_k SL_k^2 and sum_k S_k SL_k: O(1) proxy per position
+                    zrow = Z + i * q
+                    for k in range(q):
+                        z = zrow[k]
+                        sl2 += z * (2.0 * SL[k] + z)
+                        slS += S[k] * z
+                        SL[k] += z
                 if xv[r + 1] <= xv[r] + FEATURE_THRESHOLD:
                     continue
                 nl = r + 1 - start
                 nr = end - r - 1
-                pl = 0.0
-                pr = 0.0
-                for k in range(q):
-                    pl += SL[k] * SL[k]
-                    pr += (S[k] - SL[k]) * (S[k] - SL[k])
+                if q == 1:
+                    pl = SL[0] * SL[0]
+                    pr = (S[0] - SL[0]) * (S[0] - SL[0])
+                else:
+                    pl = sl2
+                    pr = ss - 2.0 * slS + sl2
                 proxy = pl / nl + pr / nr
                 if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
                     best = proxy
@@ -646,32 +662,46 @@ cdef class PresortBuilder:
             # decrease of the summed-over-outputs impurity, relative to the whole set (same order as the kernel)
             c.improvement = (best - ss / m) / (<float64_t> n * q)
 
-    cdef void _partition(self, Candidate* c) noexcept nogil:
-        """Stable partition of every feature's node range into [left | right]."""
+    cdef void _partition(self, Candidate* c, bint all_features) noexcept nogil:
+        """Stable partition of the node range of every feature (or of the split feature only, when the children
+        will not be split) into [left | right], in the working orders."""
         cdef intp_t n = self.n, f, r, a, b, start = c.start, end = c.end
-        cdef int32_t* ix = self.idx + c.feature * n
+        cdef const int32_t* src_base = self.master_idx if c.in_master else self.idx
+        cdef const float32_t* src_vbase = self.master_val if c.in_master else self.val
+        cdef const int32_t* sx = src_base + c.feature * n
+        cdef const float32_t* sv
+        cdef int32_t* ix
         cdef float32_t* xv
         cdef int32_t i
+        if c.in_master:
+            # the split feature's range is already [left | right]: copy it to the working orders
+            memcpy(self.idx + c.feature * n + start, sx + start, (end - start) * sizeof(int32_t))
+            memcpy(self.val + c.feature * n + start, src_vbase + c.feature * n + start,
+                   (end - start) * sizeof(float32_t))
+        if not all_features:
+            return
         for r in range(start, c.pos):
-            self.goleft[ix[r]] = 1
+            self.goleft[sx[r]] = 1
         for r in range(c.pos, end):
-            self.goleft[ix[r]] = 0
+            self.goleft[sx[r]] = 0
         for f in range(self.p):
             if f == c.feature:
                 continue
+            sx = src_base + f * n
+            sv = src_vbase + f * n
             ix = self.idx + f * n
             xv = self.val + f * n
             a = start
             b = 0
             for r in range(start, end):
-                i = ix[r]
+                i = sx[r]
                 if self.goleft[i]:
                     ix[a] = i
-                    xv[a] = xv[r]
+                    xv[a] = sv[r]
                     a += 1
                 else:
                     self.tmp_idx[b] = i
-                    self.tmp_val[b] = xv[r]
+                    self.tmp_val[b] = sv[r]
                     b += 1
             memcpy(ix + a, self.tmp_idx, b * sizeof(int32_t))
             memcpy(xv + a, self.tmp_val, b * sizeof(float32_t))
@@ -698,7 +728,7 @@ cdef class PresortBuilder:
     cdef void _make_leaf(self, Candidate* c, const float64_t* L, intp_t w, intp_t* leaf_of) noexcept nogil:
         cdef intp_t r, k, i, m = c.end - c.start
         cdef float64_t* v = self.leaf_values + self.n_leaves * w
-        cdef const int32_t* ix = self.idx
+        cdef const int32_t* ix = (self.master_idx if c.in_master else self.idx) + c.order_feature * self.n
         memset(v, 0, w * sizeof(float64_t))
         for r in range(c.start, c.end):
             i = ix[r]
@@ -718,13 +748,13 @@ cdef class PresortBuilder:
         cdef Candidate c, child
         cdef Node* nd
         self._ensure(q, w)
-        memcpy(self.idx, self.master_idx, self.n * self.p * sizeof(int32_t))
-        memcpy(self.val, self.master_val, self.n * self.p * sizeof(float32_t))
         self.node_count = 0
         self.n_leaves = 0
         c.node_id = self._new_node(-1, 0)
         c.start = 0
         c.end = self.n
+        c.order_feature = 0
+        c.in_master = True
         self._evaluate(&c, Z, q, state)
         self.frontier[0] = c
         n_front = 1
@@ -746,11 +776,13 @@ cdef class PresortBuilder:
             nd.feature = c.feature
             nd.threshold = c.threshold
             nd.n_node_samples = c.end - c.start
-            self._partition(&c)
+            self._partition(&c, splits_left > 0)
             for s in range(2):
                 child.node_id = self._new_node(c.node_id, s == 0)
                 child.start = c.start if s == 0 else c.pos
                 child.end = c.pos if s == 0 else c.end
+                child.order_feature = 0 if splits_left > 0 else c.feature
+                child.in_master = False
                 child.feature = -1
                 child.improvement = 0.0
                 if splits_left > 0:
