@@ -169,13 +169,23 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
         return "subsample", 1
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit on X (n, p) and y (n, d); ``n_estimators`` iterations (per output for st-gbrt)."""
+    def fit(self, X, y, eval_set=None):
+        """Fit on X (n, p) and y (n, d); ``n_estimators`` iterations (per output for st-gbrt).
+
+        ``eval_set=(X_val, y_val)``: the loop also scores these rows after every stage (compiled, no prediction
+        pass afterwards) and stores the per-output sum of squared errors of the scores in ``eval_sse_``
+        (n_stages, d) and the staged macro-r2 in ``eval_macro_r2_`` (square and absolute losses).
+        """
         X, Y = self._check_XY(X, y)
-        self._fit_coded(X, self._code_targets(Y))
+        val = None
+        if eval_set is not None:
+            Xv = np.asfortranarray(self._check_X(eval_set[0], reset=False))
+            Yv = np.asarray(eval_set[1], dtype=np.float64).reshape(Xv.shape[0], -1)
+            val = (Xv, self._code_targets(Yv))
+        self._fit_coded(X, self._code_targets(Y), val)
         return self
 
-    def _fit_coded(self, X, Yc):
+    def _fit_coded(self, X, Yc, val=None):
         n, p = X.shape
         d = Yc.shape[1]
         self.n_outputs_ = d
@@ -186,7 +196,14 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
         res = _loop().boost(np.asfortranarray(X), Yc, self.init_, self._algorithm, self.loss,
                             int(self.n_estimators), float(self.learning_rate), int(self.max_leaf_nodes),
                             int(self.max_features_), projection, int(q), tree_seed, proj_seed,
-                            bool(self.monitor_train_loss), self.tree_builder == "presort")
+                            bool(self.monitor_train_loss), self.tree_builder == "presort",
+                            None if val is None else val[0], None if val is None else val[1])
+        if val is not None:
+            self.eval_sse_ = res["val_sse"]
+            sst = ((val[1] - val[1].mean(axis=0)) ** 2).sum(axis=0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                self.eval_macro_r2_ = np.mean(1.0 - self.eval_sse_ / sst, axis=1)
+        res.pop("val_sse")
         self.train_scores_ = res.pop("train_scores")
         self.stage_fit_seconds_ = res.pop("stage_seconds")
         loss_path = res.pop("train_loss")

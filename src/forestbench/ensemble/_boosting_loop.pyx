@@ -502,8 +502,10 @@ cdef class PresortBuilder:
     cdef float64_t* leaf_values
     cdef intp_t n_leaves
     cdef intp_t cap_q, cap_w
+    cdef float64_t* inv           # inv[k] = 1 / k: no division per scanned position
 
     def __cinit__(self, *args, **kwargs):
+        self.inv = NULL
         self.master_idx = NULL
         self.master_val = NULL
         self.idx = NULL
@@ -549,8 +551,15 @@ cdef class PresortBuilder:
             raise MemoryError()
         for f in range(p):
             self.feats[f] = f
+        self.inv = <float64_t*> malloc((n + 1) * sizeof(float64_t))
+        if self.inv == NULL:
+            raise MemoryError()
+        self.inv[0] = 0.0
+        for r in range(1, n + 1):
+            self.inv[r] = 1.0 / r
 
     def __dealloc__(self):
+        free(self.inv)
         free(self.idx); free(self.val); free(self.tmp_idx); free(self.tmp_val); free(self.goleft)
         free(self.feats); free(self.sum_total); free(self.sum_left); free(self.best_left)
         free(self.frontier); free(self.nodes); free(self.leaf_values)
@@ -587,6 +596,7 @@ cdef class PresortBuilder:
         cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, threshold, sl2, slS
         cdef const float64_t* zrow
         cdef bint use_all = self.max_features >= self.p
+        cdef const float64_t* inv = self.inv
         c.feature = -1
         c.improvement = 0.0
         if m < 2:
@@ -641,15 +651,13 @@ cdef class PresortBuilder:
                         SL[k] += z
                 if xv[r + 1] <= xv[r] + FEATURE_THRESHOLD:
                     continue
-                nl = r + 1 - start
-                nr = end - r - 1
                 if q == 1:
                     pl = SL[0] * SL[0]
                     pr = (S[0] - SL[0]) * (S[0] - SL[0])
                 else:
                     pl = sl2
                     pr = ss - 2.0 * slS + sl2
-                proxy = pl / nl + pr / nr
+                proxy = pl * inv[r + 1 - start] + pr * inv[end - r - 1]
                 if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
                     best = proxy
                     c.feature = f
@@ -798,9 +806,13 @@ cdef class PresortBuilder:
 def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learning_rate,
           intp_t max_leaf_nodes, intp_t max_features, str projection, intp_t q,
           unsigned long long tree_seed, unsigned long long proj_seed, bint track_loss=False,
-          bint presort=True):
+          bint presort=True, X_val=None, Y_val=None):
     """Run gradient boosting. X: float32 (n, p) C or Fortran; Y: float64 (n, d), already coded for the loss
-    (logistic: -1/+1); F0: float64 (d,) initial constants. Returns a dict of model arrays and stage records."""
+    (logistic: -1/+1); F0: float64 (d,) initial constants. Returns a dict of model arrays and stage records.
+
+    With X_val (float32) and Y_val (float64, coded as Y), the validation scores are updated in the loop and the
+    per-output sum of squared errors of the scores after each stage is returned as ``val_sse`` (n_stages, d).
+    """
     cdef int algo = ALGORITHMS[algo_name], loss = LOSSES[loss_name]
     cdef int pkind = PROJECTIONS[projection] if algo in (RPO, RELABEL) else 0
     cdef intp_t n = X.shape[0], p = X.shape[1], d = Y.shape[1], i, j, k, l, m, t
@@ -839,6 +851,18 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     cdef PresortBuilder pbuilder = PresortBuilder(X, max_leaf_nodes, max_features) if presort else None
     cdef uint64_t tstate = seed_state(tree_seed)
 
+    cdef bint has_val = X_val is not None
+    cdef intp_t nv = X_val.shape[0] if has_val else 0, tt, row, node, nbase
+    Fv_arr = np.empty((nv, d), dtype=np.float64)
+    Fv_arr[:] = np.asarray(F0, dtype=np.float64)[None, :]
+    Yv_arr = np.ascontiguousarray(Y_val, dtype=np.float64) if has_val else np.zeros((0, d))
+    Xv_arr = np.asarray(X_val, dtype=np.float32) if has_val else np.zeros((0, p), dtype=np.float32)
+    val_sse_arr = np.zeros((n_stages if has_val else 0, d), dtype=np.float64)
+    cdef float64_t[:, ::1] Fvv = Fv_arr, Yvv = Yv_arr, val_sse = val_sse_arr
+    cdef const float32_t[:, :] Xvv = Xv_arr
+    cdef intp_t vrs = Xv_arr.strides[0] // 4, vcs = Xv_arr.strides[1] // 4
+    cdef const float32_t* Xvp = &Xvv[0, 0] if nv > 0 else NULL
+    cdef float64_t e
     stage_seconds_arr = np.zeros(n_stages, dtype=np.float64)
     train_loss_arr = np.full(n_stages + 1, np.nan, dtype=np.float64)
     cdef float64_t[::1] stage_seconds = stage_seconds_arr, train_loss = train_loss_arr
@@ -941,6 +965,30 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                                 V[l * d + j] *= rho[j]
                             for i in range(n):
                                 Ft[j * n + i] += V[leaf[i] * d + j]
+                if has_val and nv > 0:
+                    for tt in range(M.n_trees - trees_per_stage, M.n_trees):
+                        nbase = M.node_ptr[tt]
+                        V = M.values + M.leaf_ptr[tt] * width
+                        for i in range(nv):
+                            node = 0
+                            while M.left[nbase + node] != TREE_LEAF:
+                                if Xvp[i * vrs + M.feature[nbase + node] * vcs] <= M.threshold[nbase + node]:
+                                    node = M.left[nbase + node]
+                                else:
+                                    node = M.right[nbase + node]
+                            row = M.leaf_index[nbase + node]
+                            if algo == ST:
+                                Fvv[i, M.output[tt]] += V[row]
+                            elif algo == RPO:
+                                for j in range(d):
+                                    Fvv[i, j] += M.coef[tt * d + j] * V[row]
+                            else:
+                                for j in range(d):
+                                    Fvv[i, j] += V[row * d + j]
+                    for i in range(nv):
+                        for j in range(d):
+                            e = Yvv[i, j] - Fvv[i, j]
+                            val_sse[stage, j] += e * e
                 stage_seconds[stage] = _now() - t0
                 if track_loss:
                     s = 0.0
@@ -954,6 +1002,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     out_dict["stage_seconds"] = stage_seconds_arr
     out_dict["train_loss"] = train_loss_arr
     out_dict["train_scores"] = np.ascontiguousarray(Ft_arr.T)
+    out_dict["val_sse"] = val_sse_arr
     return out_dict
 
 
