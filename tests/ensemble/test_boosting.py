@@ -329,3 +329,18 @@ def test_compiled_validation_scores_equal_staged_predict(cls):
     expect_sse = np.array([((Yv - P) ** 2).sum(axis=0) for P in staged])
     np.testing.assert_allclose(est.eval_sse_, expect_sse, rtol=1e-10)
     np.testing.assert_allclose(est.eval_macro_r2_, [r2_score(Yv, P) for P in staged], rtol=1e-10)
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("density", [0.1, 0.9])
+def test_presorted_builder_on_binary_inputs(cls, density):
+    # runs of equal values (binary inputs) are scanned from the short side: same trees as the kernel's builder
+    rng = np.random.default_rng(3)
+    X = (rng.random((300, 12)) < density).astype(np.float32)
+    X[:, 0] = rng.uniform(size=300)        # one continuous column as well
+    Y = X[:, 1:4] @ rng.normal(size=(3, 3)) + np.sin(5 * X[:, :1]) + 0.1 * rng.normal(size=(300, 3))
+    kw = dict(n_estimators=20, learning_rate=0.3, max_leaf_nodes=6, random_state=0, monitor_train_loss=True)
+    a = cls(**kw).fit(X, Y)
+    b = cls(**kw, tree_builder="kernel").fit(X, Y)
+    np.testing.assert_allclose(a.train_scores_, b.train_scores_, atol=1e-8)
+    np.testing.assert_allclose(a.predict(X[::7]), b.predict(X[::7]), atol=1e-8)

@@ -594,6 +594,8 @@ cdef class PresortBuilder:
         cdef float64_t* S = self.sum_total
         cdef float64_t* SL = self.sum_left
         cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, threshold, sl2, slS
+        cdef intp_t b0, fpos
+        cdef float64_t fbest
         cdef const float64_t* zrow
         cdef bint use_all = self.max_features >= self.p
         cdef const float64_t* inv = self.inv
@@ -634,9 +636,52 @@ cdef class PresortBuilder:
             if xv[end - 1] <= xv[start] + FEATURE_THRESHOLD:
                 continue
             n_scored += 1
+            # a long run of equal values at the start (the zeros of a sparse or binary input) is never summed:
+            # the scan then runs backwards over the other samples, with S_L = S - S_R
+            b0 = start
+            while b0 < end - 1 and xv[b0 + 1] <= xv[b0] + FEATURE_THRESHOLD:
+                b0 += 1
             memset(SL, 0, q * sizeof(float64_t))
             sl2 = 0.0
             slS = 0.0
+            if b0 - start > end - b0:
+                fpos = -1
+                fbest = -INFINITY
+                for r in range(end - 1, b0, -1):
+                    # SL holds the sums over [r, end) (the right side of a cut between r - 1 and r)
+                    i = ix[r]
+                    if q == 1:
+                        SL[0] += Z[i]
+                    else:
+                        zrow = Z + i * q
+                        for k in range(q):
+                            z = zrow[k]
+                            sl2 += z * (2.0 * SL[k] + z)
+                            slS += S[k] * z
+                            SL[k] += z
+                    if xv[r] <= xv[r - 1] + FEATURE_THRESHOLD:
+                        continue
+                    if q == 1:
+                        pr = SL[0] * SL[0]
+                        pl = (S[0] - SL[0]) * (S[0] - SL[0])
+                    else:
+                        pr = sl2
+                        pl = ss - 2.0 * slS + sl2
+                    proxy = pl * inv[r - start] + pr * inv[end - r]
+                    # cuts visited right to left: a cut further left replaces the feature's best unless it is
+                    # worse by the margin (the forward scan's preference for the leftmost of near-equal cuts)
+                    if fpos < 0 or proxy >= fbest - PROXY_RTOL * fabs(fbest):
+                        fbest = proxy
+                        fpos = r
+                if fpos >= 0 and (c.feature < 0 or fbest > best + PROXY_RTOL * fabs(best)):
+                    best = fbest
+                    c.feature = f
+                    c.pos = fpos
+                    threshold = xv[fpos - 1] / 2.0 + xv[fpos] / 2.0
+                    if threshold == xv[fpos] or threshold == INFINITY or threshold == -INFINITY:
+                        threshold = xv[fpos - 1]
+                    c.threshold = threshold
+                continue
             for r in range(start, end - 1):
                 i = ix[r]
                 if q == 1:
