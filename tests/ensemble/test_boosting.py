@@ -122,8 +122,9 @@ def test_training_loss_never_increases(cls, loss, mu):
     assert path[-1] < path[0]
 
 
-@pytest.mark.parametrize("loss", ["logistic", "absolute", "square"])
-def test_line_search_agrees_with_scipy(loss):
+@pytest.mark.parametrize("loss,method", [("logistic", "newton"), ("logistic", "brent"), ("absolute", "newton"),
+                                         ("square", "newton")])
+def test_line_search_agrees_with_scipy(loss, method):
     rng = np.random.default_rng(7)
     for _ in range(20):
         n = int(rng.integers(5, 60))
@@ -140,11 +141,21 @@ def test_line_search_agrees_with_scipy(loss):
         else:
             objective = lambda rho: 0.5 * ((y - f - rho * g) ** 2).sum()
         ref = minimize_scalar(objective, bracket=(-5, 5), method="brent", options={"xtol": 1e-12})
-        rho = line_search(loss, y, f, g)
+        rho = line_search(loss, y, f, g, method)
         # same minimum value (the absolute loss can be flat around its minimiser), and the same point when unique
         assert objective(rho) <= ref.fun + 1e-9 * (1 + abs(ref.fun))
         if loss != "absolute":
             assert rho == pytest.approx(ref.x, rel=1e-6, abs=1e-7)
+
+
+def test_line_search_unbounded_direction_stays_finite():
+    # all labels negative and g > 0 where f is already very negative: the loss decreases for ever along -g
+    y = -np.ones(30)
+    f = np.full(30, -3.0)
+    g = np.linspace(0.1, 1.0, 30)
+    for method in ("newton", "brent"):
+        rho = line_search("logistic", y, f, g, method)
+        assert np.isfinite(rho) and rho < 0
 
 
 def test_line_search_zero_tree_gives_zero_step():

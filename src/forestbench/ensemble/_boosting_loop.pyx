@@ -202,6 +202,60 @@ cdef float64_t _brent_root(const float64_t* y, const float64_t* f, const float64
     return b
 
 
+cdef void _logistic_slope_curv(const float64_t* y, const float64_t* f, const float64_t* g, intp_t n,
+                               float64_t rho, float64_t sign, float64_t* slope, float64_t* curv) noexcept nogil:
+    """Slope and curvature in rho of sum_i log(1 + exp(-2 y_i (f_i + rho sign g_i))), one exp per sample."""
+    cdef intp_t i
+    cdef float64_t s = 0.0, h = 0.0, gi, a
+    for i in range(n):
+        gi = sign * g[i]
+        if gi != 0.0:
+            a = 2.0 / (1.0 + exp(2.0 * y[i] * (f[i] + rho * gi)))     # |negative gradient| at the point
+            s -= gi * y[i] * a
+            h += gi * gi * a * (2.0 - a)
+    slope[0] = s
+    curv[0] = h
+
+
+cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t* f, const float64_t* r,
+                                            const float64_t* g, intp_t n) noexcept nogil:
+    """argmin_rho of the logistic loss along g: Newton steps kept inside the sign-change bracket of the slope
+    (bisection when a step leaves it), so it converges for any start; one pass over the samples per step."""
+    cdef intp_t i
+    cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0
+    cdef float64_t lo = 0.0, hi = INFINITY, rho, new, sl, cv
+    cdef int it
+    for i in range(n):
+        if g[i] != 0.0:
+            slope0 -= g[i] * r[i]
+            ar = fabs(r[i])
+            curv += g[i] * g[i] * ar * (2.0 - ar)
+            scale += 2.0 * fabs(g[i])
+    if slope0 == 0.0 or scale == 0.0:
+        return 0.0
+    if slope0 > 0:
+        # solve along -g: the minimiser is then at a positive step
+        sign = -1.0
+        slope0 = -slope0
+    rho = -slope0 / curv if curv > 0 else 1.0
+    for it in range(100):
+        _logistic_slope_curv(y, f, g, n, rho, sign, &sl, &cv)
+        if sl < 0:
+            lo = rho
+        else:
+            hi = rho
+        if fabs(sl) <= 1e-13 * scale:
+            break
+        new = rho - sl / cv if cv > 0 else INFINITY
+        if not (new > lo and new < hi):
+            new = 0.5 * (lo + hi) if hi < INFINITY else 4.0 * rho
+        if fabs(new - rho) <= 1e-12 * fabs(new):
+            rho = new
+            break
+        rho = new
+    return sign * rho
+
+
 cdef float64_t _line_search_logistic(const float64_t* y, const float64_t* f, const float64_t* r,
                                      const float64_t* g, intp_t n) noexcept nogil:
     """argmin_rho sum_i log(1 + exp(-2 y_i (f_i + rho g_i))); r is the negative gradient at f."""
@@ -272,7 +326,7 @@ cdef float64_t _line_search_absolute(const float64_t* y, const float64_t* f, con
 
 
 cdef float64_t _line_search(int loss, const float64_t* y, const float64_t* f, const float64_t* r,
-                            const float64_t* g, intp_t n, WPair* work) noexcept nogil:
+                            const float64_t* g, intp_t n, WPair* work, bint brent=False) noexcept nogil:
     cdef intp_t i
     cdef float64_t num = 0.0, den = 0.0
     if loss == SQUARE:
@@ -282,10 +336,12 @@ cdef float64_t _line_search(int loss, const float64_t* y, const float64_t* f, co
         return num / den if den > 0 else 0.0
     if loss == ABSOLUTE:
         return _line_search_absolute(y, f, g, n, work)
-    return _line_search_logistic(y, f, r, g, n)
+    if brent:
+        return _line_search_logistic(y, f, r, g, n)
+    return _line_search_logistic_newton(y, f, r, g, n)
 
 
-def line_search(str loss, y, f, g):
+def line_search(str loss, y, f, g, str method="newton"):
     """Step length rho minimising ``sum_i loss(y_i, f_i + rho g_i)`` for one output (exposed for testing)."""
     cdef int code = LOSSES[loss]
     y = np.ascontiguousarray(y, dtype=np.float64)
@@ -298,7 +354,7 @@ def line_search(str loss, y, f, g):
     cdef float64_t rho
     try:
         _column_gradient(code, &yv[0], &fv[0], &rv[0], n)
-        rho = _line_search(code, &yv[0], &fv[0], &rv[0], &gv[0], n, work)
+        rho = _line_search(code, &yv[0], &fv[0], &rv[0], &gv[0], n, work, method == "brent")
     finally:
         free(work)
     return rho
@@ -851,7 +907,7 @@ cdef class PresortBuilder:
 def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learning_rate,
           intp_t max_leaf_nodes, intp_t max_features, str projection, intp_t q,
           unsigned long long tree_seed, unsigned long long proj_seed, bint track_loss=False,
-          bint presort=True, X_val=None, Y_val=None):
+          bint presort=True, X_val=None, Y_val=None, bint brent=False):
     """Run gradient boosting. X: float32 (n, p) C or Fortran; Y: float64 (n, d), already coded for the loss
     (logistic: -1/+1); F0: float64 (d,) initial constants. Returns a dict of model arrays and stage records.
 
@@ -986,7 +1042,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                     if algo == ST:
                         for i in range(n):
                             gcol[i] = V[leaf[i]]
-                        rho[0] = lr * _line_search(loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n, work)
+                        rho[0] = lr * _line_search(loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n, work, brent)
                         for l in range(nl):
                             V[l] *= rho[0]
                         for i in range(n):
@@ -996,7 +1052,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                             gcol[i] = V[leaf[i]]
                         _reserve(<void**> &M.coef, &M.coef_cap, M.n_trees * d, sizeof(float64_t))
                         for j in range(d):
-                            rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, work)
+                            rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, work, brent)
                             M.coef[(M.n_trees - 1) * d + j] = rho[j]
                             if rho[j] != 0.0:
                                 for i in range(n):
@@ -1005,7 +1061,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                         for j in range(d):
                             for i in range(n):
                                 gcol[i] = V[leaf[i] * d + j]
-                            rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, work)
+                            rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, work, brent)
                             for l in range(nl):
                                 V[l * d + j] *= rho[j]
                             for i in range(n):
