@@ -355,3 +355,13 @@ def test_presorted_builder_on_binary_inputs(cls, density):
     b = cls(**kw, tree_builder="kernel").fit(X, Y)
     np.testing.assert_allclose(a.train_scores_, b.train_scores_, atol=1e-8)
     np.testing.assert_allclose(a.predict(X[::7]), b.predict(X[::7]), atol=1e-8)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_logistic_leafwise_search_equals_per_sample_search(cls):
+    # the default search evaluates exp once per leaf value (e_i exp(2 y rho g)); Brent's evaluates it per sample
+    X, Y = _multilabel(d=4)
+    kw = dict(n_estimators=25, loss="logistic", learning_rate=0.5, max_leaf_nodes=5, random_state=0)
+    fast = cls(**kw).fit(X, Y).decision_function(X)
+    slow = cls(**kw, line_search="brent").fit(X, Y).decision_function(X)
+    np.testing.assert_allclose(fast, slow, rtol=1e-6, atol=1e-7)

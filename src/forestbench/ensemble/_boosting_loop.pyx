@@ -256,6 +256,60 @@ cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t*
     return sign * rho
 
 
+cdef float64_t _line_search_logistic_leaves(const float64_t* y, const float64_t* r, const intp_t* leaf,
+                                            const float64_t* gl, intp_t gstride, intp_t n_leaves, intp_t n,
+                                            float64_t* e, float64_t* tab) noexcept nogil:
+    """The bracketed Newton search of :func:`_line_search_logistic_newton` for a tree step: g_i = gl[leaf_i *
+    gstride] takes one value per leaf, so exp(2 y_i (f_i + rho g_i)) = e_i exp(2 y_i rho g_i) with
+    e_i = exp(2 y_i f_i) = 2 / |r_i| - 1 recovered from the gradient: 2 x n_leaves exponentials per step instead
+    of one per sample."""
+    cdef intp_t i, l, it
+    cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0, gi, a, T, sl, cv
+    cdef float64_t lo = 0.0, hi = INFINITY, rho, new
+    for i in range(n):
+        gi = gl[leaf[i] * gstride]
+        ar = fabs(r[i])
+        e[i] = 2.0 / ar - 1.0 if ar > 0 else INFINITY
+        if gi != 0.0:
+            slope0 -= gi * r[i]
+            curv += gi * gi * ar * (2.0 - ar)
+            scale += 2.0 * fabs(gi)
+    if slope0 == 0.0 or scale == 0.0:
+        return 0.0
+    if slope0 > 0:
+        sign = -1.0
+        slope0 = -slope0
+    rho = -slope0 / curv if curv > 0 else 1.0
+    for it in range(100):
+        for l in range(n_leaves):
+            tab[2 * l] = exp(2.0 * rho * sign * gl[l * gstride])        # y = +1
+            tab[2 * l + 1] = 1.0 / tab[2 * l] if tab[2 * l] > 0 else INFINITY
+        sl = 0.0
+        cv = 0.0
+        for i in range(n):
+            l = leaf[i]
+            gi = sign * gl[l * gstride]
+            if gi != 0.0:
+                T = tab[2 * l] if y[i] > 0 else tab[2 * l + 1]
+                a = 2.0 / (1.0 + e[i] * T)
+                sl -= gi * y[i] * a
+                cv += gi * gi * a * (2.0 - a)
+        if sl < 0:
+            lo = rho
+        else:
+            hi = rho
+        if fabs(sl) <= 1e-13 * scale:
+            break
+        new = rho - sl / cv if cv > 0 else INFINITY
+        if not (new > lo and new < hi):
+            new = 0.5 * (lo + hi) if hi < INFINITY else 4.0 * rho
+        if fabs(new - rho) <= 1e-12 * fabs(new):
+            rho = new
+            break
+        rho = new
+    return sign * rho
+
+
 cdef float64_t _line_search_logistic(const float64_t* y, const float64_t* f, const float64_t* r,
                                      const float64_t* g, intp_t n) noexcept nogil:
     """argmin_rho sum_i log(1 + exp(-2 y_i (f_i + rho g_i))); r is the negative gradient at f."""
@@ -978,12 +1032,15 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     cdef intp_t* perm = <intp_t*> malloc(d * sizeof(intp_t))
     cdef float64_t* rho = <float64_t*> malloc(d * sizeof(float64_t))
     cdef WPair* work = <WPair*> malloc((n + 1) * sizeof(WPair))
+    cdef float64_t* ebuf = <float64_t*> malloc((n + 1) * sizeof(float64_t))
+    cdef float64_t* tab = <float64_t*> malloc((2 * max_leaf_nodes + 2) * sizeof(float64_t))
     cdef uint64_t pstate = proj_seed if proj_seed != 0 else 88172645463325252ULL
     cdef float64_t t0, v, s, scale, lr = learning_rate
     cdef intp_t stage, nl, lb, out
     cdef float64_t* V
-    if leaf == NULL or gcol == NULL or phi == NULL or perm == NULL or rho == NULL or work == NULL:
-        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work)
+    if (leaf == NULL or gcol == NULL or phi == NULL or perm == NULL or rho == NULL or work == NULL
+            or ebuf == NULL or tab == NULL):
+        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab)
         raise MemoryError()
     try:
         with nogil:
@@ -1042,7 +1099,12 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                     if algo == ST:
                         for i in range(n):
                             gcol[i] = V[leaf[i]]
-                        rho[0] = lr * _line_search(loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n, work, brent)
+                        if loss == LOGISTIC and not brent:
+                            rho[0] = lr * _line_search_logistic_leaves(Yt + out * n, Rt + out * n, leaf, V, 1, nl,
+                                                                       n, ebuf, tab)
+                        else:
+                            rho[0] = lr * _line_search(loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n,
+                                                       work, brent)
                         for l in range(nl):
                             V[l] *= rho[0]
                         for i in range(n):
@@ -1052,7 +1114,12 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                             gcol[i] = V[leaf[i]]
                         _reserve(<void**> &M.coef, &M.coef_cap, M.n_trees * d, sizeof(float64_t))
                         for j in range(d):
-                            rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, work, brent)
+                            if loss == LOGISTIC and not brent:
+                                rho[j] = lr * _line_search_logistic_leaves(Yt + j * n, Rt + j * n, leaf, V, 1, nl,
+                                                                           n, ebuf, tab)
+                            else:
+                                rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
+                                                           work, brent)
                             M.coef[(M.n_trees - 1) * d + j] = rho[j]
                             if rho[j] != 0.0:
                                 for i in range(n):
@@ -1061,7 +1128,12 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                         for j in range(d):
                             for i in range(n):
                                 gcol[i] = V[leaf[i] * d + j]
-                            rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, work, brent)
+                            if loss == LOGISTIC and not brent:
+                                rho[j] = lr * _line_search_logistic_leaves(Yt + j * n, Rt + j * n, leaf, V + j, d,
+                                                                           nl, n, ebuf, tab)
+                            else:
+                                rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
+                                                           work, brent)
                             for l in range(nl):
                                 V[l * d + j] *= rho[j]
                             for i in range(n):
@@ -1098,7 +1170,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                     train_loss[stage + 1] = s
         out_dict = _export(&M, algo)
     finally:
-        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work)
+        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab)
         _free_model(&M)
     out_dict["stage_seconds"] = stage_seconds_arr
     out_dict["train_loss"] = train_loss_arr
