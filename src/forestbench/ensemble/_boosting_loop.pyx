@@ -65,6 +65,7 @@ PROJECTIONS = {"subsample": P_SUBSAMPLE, "gaussian": P_GAUSSIAN, "rademacher": P
                "achlioptas": P_ACHLIOPTAS, "sparse": P_SPARSE}
 
 cdef intp_t TREE_LEAF = -1
+cdef intp_t ESTATE_REFRESH = 50
 
 
 cdef inline float64_t _now() noexcept nogil:
@@ -258,7 +259,7 @@ cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t*
 
 cdef float64_t _line_search_logistic_leaves(const float64_t* y, const float64_t* r, const intp_t* leaf,
                                             const float64_t* gl, intp_t gstride, intp_t n_leaves, intp_t n,
-                                            float64_t* e, float64_t* tab) noexcept nogil:
+                                            float64_t* e, float64_t* tab, bint e_given=False) noexcept nogil:
     """The bracketed Newton search of :func:`_line_search_logistic_newton` for a tree step: g_i = gl[leaf_i *
     gstride] takes one value per leaf, so exp(2 y_i (f_i + rho g_i)) = e_i exp(2 y_i rho g_i) with
     e_i = exp(2 y_i f_i) = 2 / |r_i| - 1 recovered from the gradient: 2 x n_leaves exponentials per step instead
@@ -269,7 +270,8 @@ cdef float64_t _line_search_logistic_leaves(const float64_t* y, const float64_t*
     for i in range(n):
         gi = gl[leaf[i] * gstride]
         ar = fabs(r[i])
-        e[i] = 2.0 / ar - 1.0 if ar > 0 else INFINITY
+        if not e_given:
+            e[i] = 2.0 / ar - 1.0 if ar > 0 else INFINITY
         if gi != 0.0:
             slope0 -= gi * r[i]
             curv += gi * gi * ar * (2.0 - ar)
@@ -412,6 +414,32 @@ def line_search(str loss, y, f, g, str method="newton"):
     finally:
         free(work)
     return rho
+
+
+cdef void _logistic_state_gradient(const float64_t* y, const float64_t* E, float64_t* r, intp_t n) noexcept nogil:
+    """Negative logistic gradient 2 y / (1 + exp(2 y f)) from the kept E = exp(2 y f)."""
+    cdef intp_t i
+    for i in range(n):
+        r[i] = 2.0 * y[i] / (1.0 + E[i])
+
+
+cdef void _logistic_state_reset(const float64_t* y, const float64_t* f, float64_t* E, intp_t n) noexcept nogil:
+    cdef intp_t i
+    for i in range(n):
+        E[i] = exp(2.0 * y[i] * f[i])
+
+
+cdef void _logistic_state_update(const float64_t* y, float64_t* E, const intp_t* leaf, const float64_t* delta,
+                                 intp_t stride, float64_t scale, intp_t n_leaves, intp_t n,
+                                 float64_t* tab) noexcept nogil:
+    """E_i *= exp(2 y_i scale delta[leaf_i * stride]): the scores moved by one value per leaf, 2 exps per leaf."""
+    cdef intp_t i, l
+    for l in range(n_leaves):
+        tab[2 * l] = exp(2.0 * scale * delta[l * stride])
+        tab[2 * l + 1] = 1.0 / tab[2 * l] if tab[2 * l] > 0 else INFINITY
+    for i in range(n):
+        l = leaf[i]
+        E[i] *= tab[2 * l] if y[i] > 0 else tab[2 * l + 1]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1033,6 +1061,12 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     cdef float64_t* rho = <float64_t*> malloc(d * sizeof(float64_t))
     cdef WPair* work = <WPair*> malloc((n + 1) * sizeof(WPair))
     cdef float64_t* ebuf = <float64_t*> malloc((n + 1) * sizeof(float64_t))
+    # logistic loss: E = exp(2 y f) is kept and updated multiplicatively (one exp per leaf value), and recomputed
+    # exactly every ESTATE_REFRESH stages so that rounding cannot drift
+    cdef bint estate = loss == LOGISTIC and not brent
+    Et_arr = np.empty((d if estate else 0, n), dtype=np.float64)
+    cdef float64_t[:, ::1] Etv = Et_arr
+    cdef float64_t* Et = &Etv[0, 0] if estate and n * d > 0 else NULL
     cdef float64_t* tab = <float64_t*> malloc((2 * max_leaf_nodes + 2) * sizeof(float64_t))
     cdef uint64_t pstate = proj_seed if proj_seed != 0 else 88172645463325252ULL
     cdef float64_t t0, v, s, scale, lr = learning_rate
@@ -1051,16 +1085,25 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                 train_loss[0] = s
             t0 = _now()
             for stage in range(n_stages):
+                if estate and stage % ESTATE_REFRESH == 0:
+                    for j in range(d):
+                        _logistic_state_reset(Yt + j * n, Ft + j * n, Et + j * n, n)
                 for t in range(trees_per_stage):
                     # 1. negative gradient and split / leaf targets
                     if algo == ST:
                         out = t
-                        _column_gradient(loss, Yt + out * n, Ft + out * n, Rt + out * n, n)
+                        if estate:
+                            _logistic_state_gradient(Yt + out * n, Et + out * n, Rt + out * n, n)
+                        else:
+                            _column_gradient(loss, Yt + out * n, Ft + out * n, Rt + out * n, n)
                         memcpy(Zb, Rt + out * n, n * sizeof(float64_t))
                     else:
                         out = -1
                         for j in range(d):
-                            _column_gradient(loss, Yt + j * n, Ft + j * n, Rt + j * n, n)
+                            if estate:
+                                _logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
+                            else:
+                                _column_gradient(loss, Yt + j * n, Ft + j * n, Rt + j * n, n)
                         if algo == MORT:
                             for i in range(n):
                                 for j in range(d):
@@ -1099,9 +1142,9 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                     if algo == ST:
                         for i in range(n):
                             gcol[i] = V[leaf[i]]
-                        if loss == LOGISTIC and not brent:
+                        if estate:
                             rho[0] = lr * _line_search_logistic_leaves(Yt + out * n, Rt + out * n, leaf, V, 1, nl,
-                                                                       n, ebuf, tab)
+                                                                       n, Et + out * n, tab, True)
                         else:
                             rho[0] = lr * _line_search(loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n,
                                                        work, brent)
@@ -1109,14 +1152,16 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                             V[l] *= rho[0]
                         for i in range(n):
                             Ft[out * n + i] += V[leaf[i]]
+                        if estate:
+                            _logistic_state_update(Yt + out * n, Et + out * n, leaf, V, 1, 1.0, nl, n, tab)
                     elif algo == RPO:
                         for i in range(n):
                             gcol[i] = V[leaf[i]]
                         _reserve(<void**> &M.coef, &M.coef_cap, M.n_trees * d, sizeof(float64_t))
                         for j in range(d):
-                            if loss == LOGISTIC and not brent:
+                            if estate:
                                 rho[j] = lr * _line_search_logistic_leaves(Yt + j * n, Rt + j * n, leaf, V, 1, nl,
-                                                                           n, ebuf, tab)
+                                                                           n, Et + j * n, tab, True)
                             else:
                                 rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
                                                            work, brent)
@@ -1124,13 +1169,15 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                             if rho[j] != 0.0:
                                 for i in range(n):
                                     Ft[j * n + i] += rho[j] * gcol[i]
+                                if estate:
+                                    _logistic_state_update(Yt + j * n, Et + j * n, leaf, V, 1, rho[j], nl, n, tab)
                     else:
                         for j in range(d):
                             for i in range(n):
                                 gcol[i] = V[leaf[i] * d + j]
-                            if loss == LOGISTIC and not brent:
+                            if estate:
                                 rho[j] = lr * _line_search_logistic_leaves(Yt + j * n, Rt + j * n, leaf, V + j, d,
-                                                                           nl, n, ebuf, tab)
+                                                                           nl, n, Et + j * n, tab, True)
                             else:
                                 rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
                                                            work, brent)
@@ -1138,6 +1185,8 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                                 V[l * d + j] *= rho[j]
                             for i in range(n):
                                 Ft[j * n + i] += V[leaf[i] * d + j]
+                            if estate:
+                                _logistic_state_update(Yt + j * n, Et + j * n, leaf, V + j, d, 1.0, nl, n, tab)
                 if has_val and nv > 0:
                     for tt in range(M.n_trees - trees_per_stage, M.n_trees):
                         nbase = M.node_ptr[tt]
