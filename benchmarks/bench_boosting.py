@@ -245,6 +245,15 @@ def run_delicious(repeats, rows, budget):
                      "seconds": seconds, "units": m, "per_unit_us": lrap(Ys, model.predict_proba(Xs))})
 
 
+class _Rows(list):
+    """Rows printed to stderr as they come, so that a long run shows its progress."""
+
+    def append(self, row):
+        print(f"  {row['setting']} | {row['variant']} | repeat {row['repeat']} | {row['seconds']:.3g} s | "
+              f"{row['per_unit_us']:.4g}", file=sys.stderr, flush=True)
+        super().append(row)
+
+
 def summarise(rows):
     groups = {}
     for row in rows:
@@ -264,7 +273,7 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=60.0, help="equal wall-time budget (s); 0 skips it")
     ap.add_argument("--out", default="benchmarks/out")
     args = ap.parse_args(argv)
-    rows = []
+    rows = _Rows()
     settings = args.settings.split(",")
     if "small" in settings:
         run_small(args.repeats, rows)
