@@ -996,6 +996,8 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     With X_val (float32) and Y_val (float64, coded as Y), the validation scores are updated in the loop and the
     per-output sum of squared errors of the scores after each stage is returned as ``val_sse`` (n_stages, d).
     """
+    # the stage times count from here: the one-off work (copies, the sort of every input column) is included
+    cdef float64_t t_start = _now()
     cdef int algo = ALGORITHMS[algo_name], loss = LOSSES[loss_name]
     cdef int pkind = PROJECTIONS[projection] if algo in (RPO, RELABEL) else 0
     cdef intp_t n = X.shape[0], p = X.shape[1], d = Y.shape[1], i, j, k, l, m, t
@@ -1083,7 +1085,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                 for j in range(d):
                     s += _column_loss(loss, Yt + j * n, Ft + j * n, n)
                 train_loss[0] = s
-            t0 = _now()
+            t0 = t_start
             for stage in range(n_stages):
                 if estate and stage % ESTATE_REFRESH == 0:
                     for j in range(d):
