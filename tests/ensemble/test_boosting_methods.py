@@ -94,3 +94,35 @@ def test_peers_fit_and_learn(cls_name, module, loss):
         assert np.mean((P > 0.5) == (Y > 0.5)) > 0.75
     else:
         assert np.mean((Y - P) ** 2) < 0.5 * np.mean((Y - Y.mean(axis=0)) ** 2)
+
+
+def test_staged_record_of_a_boosting_fit():
+    # the runner's staged scores: the thesis LRAP fixture (0.392) as a first stage, then a real fit whose records
+    # carry the cumulative trees (d per stage for st-gbrt) and fit seconds
+    from forestbench.ensemble._boosting import STGradientBoostingRegressor
+    from forestbench.metrics import get_metric
+    from forestbench.runner import staged_record
+
+    y = np.array([[1, 0, 1, 0, 0], [1, 0, 0, 0, 0]])
+    f = np.array([[.75, .6, .1, .8, .15], [.25, .8, .1, .15, .3]])
+
+    class Fixture:
+        n_estimators = 1
+
+        def staged_predict(self, X):
+            yield f
+
+    rec = staged_record(Fixture(), None, y, y, [get_metric("lrap")], 1.0)
+    assert rec["staged_scores"]["lrap"]["1"] == pytest.approx(0.3917, abs=1e-4)
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(150, 5)).astype(np.float32)
+    Y = ((X[:, :4] + 0.3 * rng.normal(size=(150, 4))) > 0.5).astype(float)
+    est = STGradientBoostingRegressor(n_estimators=30, loss="logistic", max_leaf_nodes=3).fit(X[:100], Y[:100])
+    rec = staged_record(est, X[100:], Y[100:], Y[:100], [get_metric("lrap")], 1.0)
+    steps = rec["staged"]["steps"]
+    assert steps[0] == 1 and steps[-1] == 30
+    assert rec["staged"]["n_trees"] == [4 * s for s in steps]
+    assert rec["staged"]["fit_seconds"] == [float(est.stage_fit_seconds_[s - 1]) for s in steps]
+    assert rec["staged_scores"]["lrap"]["30"] == pytest.approx(get_metric("lrap")(Y[100:], est.predict(X[100:]),
+                                                                                   Y[:100]))
