@@ -20,6 +20,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 __all__ = ["LassoCVBaseline"]
 
 
+def _types(constraints):
+    """The numeric types an ``Interval`` constraint list accepts."""
+    return {getattr(c, "type", None) for c in constraints}
+
+
 class LassoCVBaseline(RegressorMixin, BaseEstimator):
     """Lasso on whitened inputs and outputs, penalty chosen by K-fold CV; complexity = selected features.
 
@@ -71,11 +76,16 @@ class LassoCVBaseline(RegressorMixin, BaseEstimator):
         Xw = (X - x_mean) / x_std
         Yw = (Y - y_mean) / y_std
         folds = KFold(self.cv, shuffle=True, random_state=self.random_state)
+        cls = LassoCV if Y.shape[1] == 1 else MultiTaskLassoCV
+        # scikit-learn >= 1.7 takes the grid size as ``alphas``; older versions as ``n_alphas``
+        grid = {"n_alphas": self.n_alphas} if "n_alphas" in cls._parameter_constraints and \
+            Integral not in _types(cls._parameter_constraints.get("alphas", [])) else {"alphas": self.n_alphas}
+        model = cls(cv=folds, max_iter=self.max_iter, **grid)
         if Y.shape[1] == 1:
-            model = LassoCV(cv=folds, n_alphas=self.n_alphas, max_iter=self.max_iter).fit(Xw, Yw[:, 0])
+            model.fit(Xw, Yw[:, 0])
             coef = model.coef_.reshape(1, -1)
         else:
-            model = MultiTaskLassoCV(cv=folds, n_alphas=self.n_alphas, max_iter=self.max_iter).fit(Xw, Yw)
+            model.fit(Xw, Yw)
             coef = model.coef_
         W = coef * (y_std[:, None] / x_std[None, :])
         b = y_mean + y_std * np.atleast_1d(model.intercept_) - W @ x_mean
