@@ -70,7 +70,8 @@ def test_flat_forest_reproduces_forest_predictions(friedman300):
 # ---------------------------------------------------------------------------------------- FS_eps oracles
 def dense_fs(Z, Y, eps, n_steps, scaling="standardize"):
     """Textbook FS_eps (ESL Alg. 3.4) on an explicitly standardised dense design: recomputes every correlation
-    from the residual at every step. Returns the per-step (column, increments) and fitted values."""
+    from the residual at every step, and stops when the chosen step would not lower the residual sum of squares.
+    Returns the per-step (column, increments) and fitted values."""
     Z = np.asarray(Z, dtype=float)
     Y = np.asarray(Y, dtype=float).reshape(Z.shape[0], -1)
     n = Z.shape[0]
@@ -86,7 +87,10 @@ def dense_fs(Z, Y, eps, n_steps, scaling="standardize"):
         C = Zt.T @ R / n
         j = int(np.argmax(np.abs(C).sum(axis=1)))
         delta = eps * np.sign(C[j])
-        R = R - np.outer(Zt[:, j], delta)
+        R_next = R - np.outer(Zt[:, j], delta)
+        if (R_next ** 2).sum() >= (R ** 2).sum():
+            break
+        R = R_next
         F = F + np.outer(Zt[:, j], delta)
         steps.append((j, delta))
         fits.append(F.copy())
@@ -106,7 +110,7 @@ def test_fs_steps_equal_dense_implementation(scaling):
     eps = 0.01 if scaling == "standardize" else 0.1
     path = forward_stagewise_path(sp.csr_matrix(Z), y, epsilon=eps, max_steps=300, column_scaling=scaling)
     steps, _ = dense_fs(Z, y, eps, 300, scaling)
-    assert path.n_steps == 300
+    assert path.n_steps == len(steps) > 200  # same stopping step (the path reaches least squares before 300)
     np.testing.assert_array_equal(path.steps_j, [j for j, _ in steps])
     np.testing.assert_allclose(path.steps_delta[:, 0], [d[0] for _, d in steps])
 
@@ -117,6 +121,7 @@ def test_fs_multi_output_steps_equal_dense_implementation():
     Y = Z[:, :4] @ rng.standard_normal((4, 3)) + 0.2 * rng.standard_normal((50, 3))
     path = forward_stagewise_path(Z, Y, epsilon=0.02, max_steps=150)
     steps, fits = dense_fs(Z, Y, 0.02, 150)
+    assert path.n_steps == len(steps) > 100
     np.testing.assert_array_equal(path.steps_j, [j for j, _ in steps])
     np.testing.assert_allclose(path.steps_delta, np.array([d for _, d in steps]))
     # fitted values in whitened units after the last step

@@ -82,7 +82,8 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
     forest_ : :class:`forestbench.tree.indicator.FlatForest`
         The compressed forest (the only model used by ``predict``).
     t_ : float
-        l1 budget used (t* when chosen by cross-validation).
+        l1 budget used (t* when chosen by cross-validation): ``n_steps_ * epsilon``, smaller than the requested
+        budget when the path ended first (a step no longer lowers the training error).
     n_steps_ : int
         FS_eps steps of the final path (``t_ / epsilon`` unless the path stopped early).
     n_test_nodes_, n_trees_ : test nodes and trees of the compressed forest.
@@ -255,7 +256,7 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
 
         self.path_ = path
         self.n_steps_ = path.n_steps
-        self.t_ = eps * n_star
+        self.t_ = eps * path.n_steps  # below the requested budget when the path ended earlier
         self.coef_ = w
         self.intercept_ = b
         self.n_nonzero_coef_ = int(np.count_nonzero(np.any(w != 0, axis=1)))

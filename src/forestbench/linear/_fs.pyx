@@ -21,12 +21,16 @@ cnp.import_array()
 
 def forward_stagewise(const float64_t[::1] csc_data, const intp_t[::1] csc_indices, const intp_t[::1] csc_indptr,
                       const float64_t[::1] csr_data, const intp_t[::1] csr_indices, const intp_t[::1] csr_indptr,
-                      const float64_t[::1] mu, const float64_t[::1] inv_sigma, float64_t[:, ::1] H,
-                      intp_t n, float64_t eps, intp_t max_steps, float64_t tol):
+                      const float64_t[::1] mu, const float64_t[::1] inv_sigma, const float64_t[::1] sqnorm,
+                      float64_t[:, ::1] H, intp_t n, float64_t eps, intp_t max_steps, float64_t tol):
     """Run at most ``max_steps`` FS_eps steps; ``H`` (q x d) holds ``Z' y_c`` on entry and is updated in place.
 
     Columns with ``inv_sigma == 0`` (constant columns) are never selected. Stops early when the largest summed
-    absolute correlation is <= ``tol``. Returns ``(steps_j, steps_delta, max_corr)``: the selected column and the
+    absolute correlation is <= ``tol``, or when the step on the selected column would not lower the training
+    squared error any more: the step changes the residual sum of squares by
+    ``sum_o (-2 eps |z~_j' r_o| + eps^2 ||z~_j||^2)``, so the path ends once
+    ``2 sum_o |z~_j' r_o| <= d eps ||z~_j||^2`` (``sqnorm[j] = ||z~_j||^2``); from there on FS_eps would only
+    oscillate around the least-squares fit. Returns ``(steps_j, steps_delta, max_corr)``: the selected column and the
     signed increment of every output at each step, and the largest summed |correlation| before each step."""
     cdef intp_t q = H.shape[0], d = H.shape[1], step, k, o, j, a, b, i, kk
     cdef float64_t best, score, c, zij, coef
@@ -53,6 +57,8 @@ def forward_stagewise(const float64_t[::1] csc_data, const intp_t[::1] csc_indic
                     best = score
                     j = k
             if j < 0:
+                break
+            if 2.0 * best <= d * eps * sqnorm[j]:
                 break
             best *= inv_n
             if best <= tol:

@@ -155,8 +155,11 @@ def forward_stagewise_path(Z, Y, *, epsilon=0.01, max_steps=1000, column_scaling
                            y_scale=None):
     """FS_eps path of outputs ``Y`` (n,) or (n, d) on the columns of ``Z`` (sparse or dense, n x q).
 
-    Runs ``max_steps`` steps of size ``epsilon`` (t up to ``max_steps * epsilon``), or fewer when no column is
-    correlated with the residual any more (largest summed |correlation| <= ``tol``). Outputs are whitened with
+    Runs ``max_steps`` steps of size ``epsilon`` (t up to ``max_steps * epsilon``), or fewer: the path ends when a
+    step of size ``epsilon`` on the most correlated column would no longer lower the training squared error
+    (``|correlation| <= epsilon / 2`` for standardised columns; the path has then reached the least-squares fit up
+    to the step size, and FS_eps would only oscillate) or when no column is correlated with the residual any more
+    (largest summed |correlation| <= ``tol``). Outputs are whitened with
     their mean and standard deviation (``y_scale`` overrides the latter). Multi-output: the column with the
     largest summed |correlation| over the outputs is chosen and each output moves by ``eps * sign``.
     """
@@ -182,7 +185,9 @@ def forward_stagewise_path(Z, Y, *, epsilon=0.01, max_steps=1000, column_scaling
     scale = np.where(scale > 0, scale, 1.0)
     Yw = (Y - y_mean) / scale
     H = np.ascontiguousarray(np.asarray(csr.T @ Yw), dtype=np.float64)
-    steps_j, steps_delta, max_corr = _fs.forward_stagewise(*_arrays(csc), *_arrays(csr), mu, inv_sigma, H, n,
-                                                           float(epsilon), int(max_steps), float(tol))
+    sq = np.asarray(csr.multiply(csr).sum(axis=0), dtype=np.float64).ravel()
+    sqnorm = (sq - n * mu * mu) * inv_sigma * inv_sigma  # ||z~_j||^2 of the centred, scaled columns
+    steps_j, steps_delta, max_corr = _fs.forward_stagewise(*_arrays(csc), *_arrays(csr), mu, inv_sigma, sqnorm, H,
+                                                           n, float(epsilon), int(max_steps), float(tol))
     return ForwardStagewisePath(steps_j, steps_delta, max_corr, mu, inv_sigma, y_mean, scale, float(epsilon),
                                 column_scaling)
