@@ -46,14 +46,33 @@ def _fit(args) -> None:
 
     spec = _json_arg(args.spec, "spec")
     job = {"attempt": args.attempt, "mem_mb": args.mem_mb, "threads": spec.get("threads")}
-    fail_on = os.environ.get("FORESTBENCH_FAIL_ATTEMPTS", "")
-    if fail_on and str(args.attempt) in fail_on.split(","):
-        # fault injection for the workflow's retry tests: fail before any output is written
-        raise SystemExit(f"fit: failing on purpose on attempt {args.attempt} (FORESTBENCH_FAIL_ATTEMPTS={fail_on})")
-    record = run(spec, args.prepared, args.split, args.out, extra=job)
+    selected = None
+    if args.selected:
+        from forestbench.dag_selection import read_selected
+
+        selected = read_selected(args.selected)
+    record = run(spec, args.prepared, args.split, args.out, extra=job, selected=selected)
     scores = ", ".join(f"{k}={v:.4g}" for k, v in record["scores"].items())
     print(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']} repeat {spec['repeat']}: {scores} "
           f"(fit {record['fit_wall_s']:.2f} s)")
+
+
+def _tune(args) -> None:
+    from forestbench.dag_selection import run_chunk
+
+    spec = _json_arg(args.spec, "spec")
+    out = run_chunk(spec, args.prepared, args.split, args.out, cache_dir=args.cache)
+    print(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']} repeat {spec['repeat']} chunk {spec['chunk']}: "
+          f"{len(out['results'])} candidate(s) ({out['reused']} reused) -> {args.out}")
+
+
+def _select(args) -> None:
+    from forestbench.dag_selection import select
+
+    spec = _json_arg(args.spec, "spec")
+    best = select(spec, args.chunks, args.out)
+    print(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']} repeat {spec['repeat']}: selected "
+          f"{best['params']} (validation {spec['tune']['metric']} = {best['score']:.4g}) -> {args.out}")
 
 
 def _collect(args) -> None:
@@ -92,7 +111,22 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--attempt", type=int, default=1, help="Snakemake's attempt number (recorded)")
     p.add_argument("--mem-mb", type=int, default=None, help="memory requested for the job (recorded)")
+    p.add_argument("--selected", default=None, help="selected parameters of a DAG-tuned variant (select's output)")
     p.set_defaults(func=_fit)
+
+    p = subparsers.add_parser("tune", help="score one chunk of a tuned variant's candidates on validation rows")
+    p.add_argument("--spec", required=True, help="the chunk's specification as a JSON object")
+    p.add_argument("--prepared", required=True)
+    p.add_argument("--split", required=True)
+    p.add_argument("--cache", required=True, help="folder of finished candidates (reused when the grid grows)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_tune)
+
+    p = subparsers.add_parser("select", help="choose the best candidate of a tuned variant from its chunks")
+    p.add_argument("--spec", required=True, help="the run specification as a JSON object")
+    p.add_argument("--chunks", nargs="+", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_select)
 
     p = subparsers.add_parser("collect", help="gather run records into results/<experiment>/scores.csv")
     p.add_argument("experiment")
