@@ -1,7 +1,8 @@
 """Gather run records into the tidy scores table of an experiment.
 
 One row per (experiment, dataset, variant, repeat, metric); timing, model size and memory are repeated on each
-metric row, resolved parameters become ``param.<name>`` columns. Works on whatever records exist, so a table can be
+metric row, resolved parameters become ``param.<name>`` columns and the scalars of an estimator's ``run_info_()``
+``extra.<key>`` columns. Works on whatever records exist, so a table can be
 built while jobs are still running.
 """
 from __future__ import annotations
@@ -30,6 +31,16 @@ def _param(value):
     return json.dumps(value) if isinstance(value, (list, dict)) else value
 
 
+def _extra_columns(extra: dict) -> dict:
+    """``extra.<key>`` columns from an estimator's ``run_info_()``: its numeric and text scalars (nested values
+    such as the selection trace stay in the record)."""
+    out = {}
+    for key, value in extra.items():
+        if value is None or isinstance(value, (bool, int, float, str)):
+            out[f"extra.{key}"] = value
+    return out
+
+
 def record_rows(record: dict) -> list[dict]:
     prov = record.get("provenance", {})
     base = {
@@ -42,6 +53,7 @@ def record_rows(record: dict) -> list[dict]:
         "split_sha256": record.get("data", {}).get("split_sha256"),
         "slurm_job_id": (prov.get("slurm") or {}).get("SLURM_JOB_ID"), "host": prov.get("host"),
         **{f"param.{k}": _param(v) for k, v in record.get("params", {}).items()},
+        **_extra_columns(record.get("extra") or {}),
     }
     rows = []
     for metric, value in record["scores"].items():
@@ -63,7 +75,8 @@ def collect(record_paths: list[str | Path], experiment: str | None = None) -> pd
     if frame.empty:
         return pd.DataFrame(columns=COLUMNS)
     params = sorted(c for c in frame.columns if c.startswith("param."))
-    frame = frame[COLUMNS + params]
+    extras = sorted(c for c in frame.columns if c.startswith("extra."))
+    frame = frame[COLUMNS + params + extras]
     return frame.sort_values(["dataset", "variant", "repeat", "metric", "step"], na_position="first",
                              kind="stable").reset_index(drop=True)
 

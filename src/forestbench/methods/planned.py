@@ -9,7 +9,6 @@ for _name, _why in {
     "gbrt_relabel_rpo": "gradient boosting on projected residuals with relabelled leaves, thesis ch.6",
     "artificial_gbrt": "the optimal artificial strategy of the friedman1 study, thesis ch.6",
     "st_random_forest": "one random forest per output (binary relevance), thesis ch.6",
-    "compressed_extra_trees": "l1-compressed extra-trees (rET), thesis ch.7",
     "deep_tree_ensemble": "deep tree-ensembles with tree embeddings, DTE paper",
     "dte_competitor": "a competitor of the DTE paper (MLP, ERC, DSTARS, ML-kNN, RAkEL, ECC, MLDF)",
 }.items():

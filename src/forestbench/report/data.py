@@ -86,7 +86,12 @@ def metric_direction(scores: pd.DataFrame, metric: str, default: bool | None = N
 
 
 def final_rows(scores: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Rows of ``metric`` that are final scores (not staged)."""
+    """Rows of ``metric`` that are final scores (not staged). ``extra.<key>`` names a run-info column: one row per
+    fit that recorded it, its value in ``value``."""
+    if metric.startswith("extra.") and metric in scores.columns:
+        rows = scores[scores["step"].isna()].drop_duplicates(["dataset", "variant", "repeat"])
+        rows = rows.assign(metric=metric, value=pd.to_numeric(rows[metric], errors="coerce"))
+        return rows[rows["value"].notna()]
     rows = scores[(scores["metric"] == metric) & scores["step"].isna()]
     return rows[rows["value"].notna()]
 
