@@ -75,6 +75,7 @@ def test_pruning_keeps_exactly_the_ancestors_of_nonzero_nodes(data):
             kept.add(int(node))
             node = parent[node]
     assert model.n_test_nodes_ == len(kept) > 0
+    assert model.n_nodes_ == 2 * model.n_test_nodes_ + model.n_trees_  # binary trees
     roots_kept = {int(np.searchsorted(offsets, k, side="right") - 1) for k in kept}
     assert model.n_trees_ == len(roots_kept)
     assert model.original_n_test_nodes_ == int((left >= 0).sum())

@@ -86,7 +86,7 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
         budget when the path ended first (a step no longer lowers the training error).
     n_steps_ : int
         FS_eps steps of the final path (``t_ / epsilon`` unless the path stopped early).
-    n_test_nodes_, n_trees_ : test nodes and trees of the compressed forest.
+    n_test_nodes_, n_nodes_, n_trees_ : test nodes, nodes and trees of the compressed forest.
     original_n_test_nodes_, original_n_nodes_ : test nodes and nodes of the Extra-Trees forest it came from.
     original_model_bytes_, model_bytes_ : bytes of the original forest (forestbench kernel trees) and of the
         compressed forest; ``original_flat_bytes_`` : the original forest in the compressed forest's layout.
@@ -261,6 +261,7 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
         self.intercept_ = b
         self.n_nonzero_coef_ = int(np.count_nonzero(np.any(w != 0, axis=1)))
         self.n_test_nodes_ = self.forest_.n_test_nodes
+        self.n_nodes_ = self.forest_.n_nodes
         self.n_trees_ = self.forest_.n_trees
         self.original_n_test_nodes_ = int(np.count_nonzero(left >= 0))
         self.original_n_nodes_ = int(left.shape[0])
