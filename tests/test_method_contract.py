@@ -200,7 +200,20 @@ def test_a_toy_plugin_runs_through_plan_tune_fit_collect(toy_plugin, workflow_di
         assert inner["extra"]["toy_stages"] == inner["selected_params"]["n_estimators"]
     frame = pd.read_csv(workflow_dir / "results" / "e" / "scores.csv")
     assert set(frame["variant"]) == {"toy", "toy-inner", "toy-dag"}
-    assert frame["step"].notna().any()
+    staged_rows = frame[frame["step"].notna() & (frame["variant"] == "toy")]
+    assert set(staged_rows["n_trees"]) == {3, 6, 15, 30, 60, 90}
+    assert frame.loc[frame["variant"] == "toy-dag", "selected.n_estimators"].notna().all()
+    selection = pd.read_csv(workflow_dir / "results" / "e" / "selection.csv")
+    assert set(selection["variant"]) == {"toy-inner", "toy-dag"}
+    assert selection[selection["stage"].isna()].groupby(["variant", "repeat"])["selected"].sum().eq(1).all()
+    report = run_report = subprocess.run(
+        [sys.executable, "-m", "snakemake", "results/e/report/manifest.json", "--cores", "2", "--configfile",
+         "tiny.yaml"], cwd=workflow_dir, env=env, capture_output=True, text=True, timeout=600)
+    assert run_report.returncode == 0, report.stderr[-3000:]
+    manifest = json.loads((workflow_dir / "results" / "e" / "report" / "manifest.json").read_text())
+    kinds = [s["kind"] for s in manifest["sections"]]
+    assert kinds.count("selection") == 2
+    assert (workflow_dir / "results" / "e" / "report" / "figures" / "selection_curves.png").exists()
 
     # one more candidate, first in the grid: both chunks change, only the new candidate is computed
     cfg["experiments"]["e"]["methods"][2]["tune"]["grid"]["learning_rate"] = [0.9, 0.05, 0.3]
@@ -210,3 +223,48 @@ def test_a_toy_plugin_runs_through_plan_tune_fit_collect(toy_plugin, workflow_di
     logs = sorted((workflow_dir / "results" / "logs" / "tune" / "e" / "linnerud" / "toy-dag").rglob("*.log"))
     text = "".join(p.read_text() for p in logs)
     assert "2 candidate(s) (1 reused)" in text and "1 candidate(s) (1 reused)" in text
+
+
+def test_a_time_budget_becomes_stored_stage_caps(toy_plugin, repo_root, monkeypatch, tmp_path):
+    """tune.budget: T is measured once, each candidate's cap is stored in the budget file, and the in-job and
+    chunk selections both apply the stored caps (so a rerun elsewhere selects alike)."""
+    from forestbench.dag_selection import read_budget, run_budget, run_chunk, select
+    from forestbench.datasets.prepare import prepare
+    from forestbench.datasets.registry import get_entry
+    from forestbench.datasets.splits import make_splits, save_splits
+    from forestbench.datasets.store import load_dataset, read_header
+    from forestbench.runner import run
+
+    monkeypatch.chdir(repo_root)
+    entry = {"name": "toy", "method": "toy_staged", "params": {"n_estimators": 10_000},
+             "tune": {"grid": {"learning_rate": [0.1, 0.5]}, "staged": "n_estimators", "metric": "macro_r2",
+                      "budget": {"multiple": 50, "reference": {"method": "toy_staged", "params": {}}}}}
+    plan = Plan(_config(entry))
+    registry_entry = get_entry(plan.registry, "linnerud")
+    prepared = tmp_path / "linnerud.npz"
+    prepare("linnerud", registry_entry, prepared)
+    ds = load_dataset(prepared)
+    protocol = plan.protocol_spec("linnerud", "demo")
+    split_file = save_splits(tmp_path / "split.npz", make_splits(protocol, ds.n_samples, ds.given_splits,
+                                                                   dataset="linnerud"),
+                             protocol, "linnerud", read_header(prepared)["content_sha256"])
+    budget_file = tmp_path / "budget.json"
+    run_budget(plan.budget_spec("e", "linnerud", "toy"), prepared, split_file, budget_file)
+    budget = read_budget(budget_file)
+    assert budget["reference_seconds"] > 0 and len(budget["caps"]) == 2
+    caps = sorted(c["n_stages_max"] for c in budget["caps"].values())
+    # the toy's stages cost the same as the reference's: about 50 stages fit in 50 x T (timing noise aside)
+    assert 1 <= caps[0] and caps[-1] < 10_000
+    spec = plan.run_spec(plan.jobs()[0])
+    record = run(spec, prepared, split_file, tmp_path / "rec.json", budget=budget)
+    cap_of = {c["params"]["learning_rate"]: c["n_stages_max"] for c in budget["caps"].values()}
+    chosen = record["selected_params"]
+    assert chosen["n_estimators"] <= cap_of[chosen["learning_rate"]]
+    assert record["extra"]["budget"]["reference_seconds"] == budget["reference_seconds"]
+    job = plan.experiments["e"].tune_jobs
+    chunk_spec = {**spec, "chunk": 0, "candidates": plan.experiments["e"].candidates(plan.experiments["e"].variant(
+        "toy"))}
+    run_chunk({**chunk_spec, "tune": {**spec["tune"], "mode": "dag"}}, prepared, split_file, tmp_path / "c0.json",
+              tmp_path / "cache", budget=budget)
+    best = select(spec, [tmp_path / "c0.json"], tmp_path / "selected.json")
+    assert best["params"] == chosen and job is not None

@@ -120,7 +120,10 @@ def test_validation_folds_stay_inside_the_training_part_and_stratify():
     ({"grid": {"a": [1]}, "validation": {"kfold": 1}}, "integer >= 2"),
     ({"grid": {"a": [1]}, "mode": "cluster"}, "'inner' or 'dag'"),
     ({"grid": {"n_estimators": [1]}, "staged": "n_estimators"}, "cannot also be a grid key"),
-    ({"grid": {"a": [1]}, "budget": 100}, "set tune.staged"),
+    ({"grid": {"a": [1]}, "budget": {"multiple": 100, "reference": {"method": "m"}}}, "set tune.staged"),
+    ({"grid": {"a": [1]}, "staged": "n", "budget": {"multiple": -1, "reference": {"method": "m"}}},
+     "positive number"),
+    ({"grid": {"a": [1]}, "staged": "n", "budget": {"multiple": 5}}, "must name the reference method"),
     ({"grid": {"a": [1]}, "refit": False, "validation": {"kfold": 3}}, "use a holdout"),
 ])
 def test_bad_tune_blocks_are_refused_with_the_key(tune, message):

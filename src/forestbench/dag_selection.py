@@ -23,7 +23,7 @@ from forestbench import tuning
 from forestbench._io import write_json
 from forestbench.errors import DataError
 from forestbench.methods import get_method, load_plugins
-from forestbench.selection import choose, evaluate_candidate, summary
+from forestbench.selection import budget_caps, capped, choose, evaluate_candidate, seconds_per_stage, summary
 
 
 def training_part(spec: dict, prepared, split_file):
@@ -62,7 +62,35 @@ def _cache_key(spec: dict, params: dict, train: np.ndarray) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
-def run_chunk(spec: dict, prepared, split_file, out, cache_dir) -> dict:
+def read_budget(path) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise DataError(f"budget file {path} is unreadable ({exc}); delete it and rerun 'budget'") from None
+
+
+def run_budget(spec: dict, prepared, split_file, out) -> dict:
+    """Measure the reference time T (one stage of the reference method) and every candidate's seconds per stage
+    on the training part of this split, and write each candidate's stage cap to ``out`` (the budget artifact)."""
+    load_plugins(spec.get("plugins"))
+    tune = spec["tune"]
+    method = get_method(spec["method"])
+    X, Y, _, _, _, _ = training_part(spec, prepared, split_file)
+    staged = tune["staged"]
+    reference = tune["budget"]["reference"]
+    ref_method = get_method(reference["method"])
+    T = seconds_per_stage(lambda p: ref_method.build(p, spec.get("seed")), reference["params"], X, Y, staged,
+                          repeats=5)
+    fixed = {k: v for k, v in spec.get("params", {}).items() if k != "input_layout"}
+    caps = budget_caps(lambda p: method.build({**fixed, **p}, spec.get("seed")), spec["candidates"], X, Y, staged,
+                       tune["budget"]["multiple"], T, int(fixed.get(staged) or 100))
+    doc = {"reference_seconds": T, "multiple": tune["budget"]["multiple"], "reference": reference, "caps": caps,
+           "dataset": spec["dataset"], "variant": spec["variant"], "measured_on": spec.get("host")}
+    write_json(out, doc)
+    return doc
+
+
+def run_chunk(spec: dict, prepared, split_file, out, cache_dir, budget: dict | None = None) -> dict:
     """Score the chunk's candidates (reusing stored ones) and write the chunk file ``out``."""
     load_plugins(spec.get("plugins"))
     method = get_method(spec["method"])
@@ -75,8 +103,10 @@ def run_chunk(spec: dict, prepared, split_file, out, cache_dir) -> dict:
     def make(params):
         return method.build({**fixed, **params}, spec.get("seed"))
 
+    caps = budget["caps"] if budget else None
     results, reused = [], 0
     for params in spec["candidates"]:
+        params = capped(params, caps, tune["staged"])
         path = Path(cache_dir) / f"{_cache_key(spec, params, train)}.json"
         if path.exists():
             try:
@@ -97,12 +127,14 @@ def run_chunk(spec: dict, prepared, split_file, out, cache_dir) -> dict:
 
 def select(spec: dict, chunk_files, out) -> dict:
     """Merge the chunk files of one (dataset, variant, repeat) in chunk order and write the selection ``out``."""
-    results = []
-    for path in sorted(chunk_files, key=lambda p: int(Path(p).stem.split("-")[-1])):
+    docs = []
+    for path in chunk_files:
         try:
-            results.extend(json.loads(Path(path).read_text())["results"])
-        except (OSError, ValueError, KeyError) as exc:
+            doc = json.loads(Path(path).read_text())
+            docs.append((int(doc["chunk"]), doc["results"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise DataError(f"tuning chunk {path} is unreadable ({exc}); delete it and rerun its job") from None
+    results = [r for _, part in sorted(docs, key=lambda item: item[0]) for r in part]
     tune = spec["tune"]
     best = choose(results, tune["metric"], tune["staged"])
     doc = {"params": best["params"], "score": best["score"],

@@ -158,6 +158,13 @@ class Plan:
                 try:
                     for cand in candidates:
                         spec.check_params({**run_params, **cand})
+                    if v.tune and v.tune["budget"]:
+                        ref = v.tune["budget"]["reference"]
+                        if is_planned(ref["method"]) and not is_planned(v.method):
+                            raise ConfigError(f"tune.budget.reference: method {ref['method']!r} is not "
+                                              "implemented yet")
+                        if not is_planned(ref["method"]):
+                            get_method(ref["method"]).check_params(ref["params"])
                     if v.tune and v.tune["staged"] and not spec.supports("staged_predict"):
                         raise ConfigError(f"tune.staged needs an estimator with staged_predict, and "
                                           f"{spec.estimator} has none")
@@ -267,6 +274,16 @@ class Plan:
     @staticmethod
     def tune_dir(job) -> str:
         return f"results/tuning/{job.experiment}/{job.dataset}/{job.variant}/repeat-{job.repeat}"
+
+    def budget_spec(self, experiment: str, dataset: str, variant: str) -> dict:
+        """What the budget job of a tuned variant needs: the run specification of repeat 0 and every candidate."""
+        spec = self.run_spec(Job(experiment, dataset, variant, 0))
+        exp = self.experiments[experiment]
+        return {**spec, "candidates": exp.candidates(exp.variant(variant))}
+
+    @staticmethod
+    def budget_path(experiment: str, dataset: str, variant: str) -> str:
+        return f"results/tuning/{experiment}/{dataset}/{variant}/budget.json"
 
     @classmethod
     def chunk_path(cls, job: TuneJob) -> str:

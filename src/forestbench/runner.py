@@ -116,7 +116,7 @@ def _finite_or_none(value):
     return value if np.isfinite(value) else None
 
 
-def _with_selection(estimator, spec: dict, method, task: str, selected: dict | None):
+def _with_selection(estimator, spec: dict, method, task: str, selected: dict | None, budget: dict | None = None):
     """The estimator to fit: as it is, refitted with DAG-selected parameters, or wrapped in an in-job
     ``GridSelection`` (``tune.mode: inner``)."""
     tune = spec.get("tune")
@@ -132,12 +132,12 @@ def _with_selection(estimator, spec: dict, method, task: str, selected: dict | N
 
     return GridSelection(estimator, candidates(tune, int(tune.get("seed", 0))), validation=tune["validation"], metric=tune["metric"],
                          staged=tune["staged"], refit=tune["refit"],
-                         budget=tune.get("budget"), reference_seconds=spec.get("reference_seconds"),
+                         stage_caps=(budget or {}).get("caps"),
                          stratify=task in ("binary", "multiclass"), random_state=spec.get("seed")), None
 
 
 def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Path, extra: dict | None = None,
-        selected: dict | None = None) -> dict:
+        selected: dict | None = None, budget: dict | None = None) -> dict:
     from threadpoolctl import threadpool_limits
 
     load_plugins(spec.get("plugins"))
@@ -158,7 +158,9 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
         Y_fit = Y_fit.ravel()
 
     estimator = method.build(params, spec.get("seed"))
-    estimator, selection = _with_selection(estimator, spec, method, ds.task, selected)
+    if (spec.get("tune") or {}).get("budget") and budget is None and spec["tune"]["mode"] == "inner":
+        raise ConfigError(f"{spec['experiment']}/{spec['variant']}: tune.budget needs the budget file (--budget)")
+    estimator, selection = _with_selection(estimator, spec, method, ds.task, selected, budget)
     with threadpool_limits(limits=int(spec.get("threads", 1))):
         _, fit_wall, fit_cpu = _timed(estimator.fit, X_train, Y_fit)
         Y_pred, pred_wall, pred_cpu = _timed(estimator.predict, X_test)
@@ -193,6 +195,9 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
     if "selection" in info:
         record["selected_params"] = info["selection"]["best_params"]
         record["validation_score"] = info["selection"]["best_score"]
+    if budget is not None:
+        info["budget"] = {"reference_seconds": budget["reference_seconds"], "multiple": budget["multiple"],
+                          "n_stages_max": {k: v["n_stages_max"] for k, v in budget["caps"].items()}}
     if info:
         record["extra"] = info
     write_record(out, record)

@@ -33,18 +33,29 @@ def _as_2d(Y):
     return Y[:, None] if Y.ndim == 1 else Y
 
 
-def _budget_cap(make, params, X, Y, staged, budget, reference_seconds):
-    """``n_estimators`` cap so that one fit costs at most ``budget x reference_seconds``: the per-stage time of
-    this candidate is measured on a short fit (median of 3) and the cap is deterministic once stored."""
-    probe_stages = 10
+def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int = 10, repeats: int = 3) -> float:
+    """Median wall seconds per stage of ``make(params)`` fitted with ``probe_stages`` stages on (X, Y)."""
     times = []
-    for _ in range(3):
+    for _ in range(repeats):
         est = make({**params, staged: probe_stages})
         t0 = time.perf_counter()
         est.fit(X, Y)
         times.append((time.perf_counter() - t0) / probe_stages)
-    per_stage = float(np.median(times))
-    return max(1, int(budget * reference_seconds / max(per_stage, 1e-9))), per_stage
+    return float(np.median(times))
+
+
+def budget_caps(make, candidates: list[dict], X, Y, staged: str, budget: float, reference_seconds: float,
+                default_stages: int) -> dict[str, dict]:
+    """Per candidate (by ``tuning.candidate_id``): the cap on ``staged`` so that one fit costs at most
+    ``budget x reference_seconds`` (the reference time T of one iteration), from this candidate's measured seconds
+    per stage. Measured once and stored (the workflow's budget file), so that reruns elsewhere select alike."""
+    caps = {}
+    for params in candidates:
+        per_stage = seconds_per_stage(make, params, X, Y, staged)
+        limit = int(params.get(staged) or default_stages)
+        cap = max(1, min(limit, int(budget * reference_seconds / max(per_stage, 1e-12))))
+        caps[tuning.candidate_id(params)] = {"params": params, "seconds_per_stage": per_stage, "n_stages_max": cap}
+    return caps
 
 
 def evaluate_candidate(make, params: dict, X, Y, folds, metric: str, staged: str | None = None,
@@ -89,6 +100,16 @@ def evaluate_candidate(make, params: dict, X, Y, folds, metric: str, staged: str
     return out
 
 
+def capped(params: dict, caps: dict | None, staged: str | None) -> dict:
+    """``params`` with the staged parameter set to its budget cap, when a cap is known for this candidate."""
+    if not caps or not staged:
+        return dict(params)
+    cap = caps.get(tuning.candidate_id(params))
+    if cap is None:
+        raise ConfigError(f"tune.budget: no stage cap for candidate {params}; rerun the budget job")
+    return {**params, staged: int(cap["n_stages_max"])}
+
+
 def choose(results: list[dict], metric: str, staged: str | None = None) -> dict:
     """The best of ``evaluate_candidate`` results (ties: the first in candidate order), as
     ``{"params", "score", "index"}``; with ``staged``, ``params[staged]`` is the best stage."""
@@ -119,15 +140,16 @@ class GridSelection(MetaEstimatorMixin, BaseEstimator):
     refit : refit the best parameters on all rows (True) or keep them fitted without the validation rows (holdout
         only).
     n_candidates : a seeded random subset of the grid.
-    budget, reference_seconds : cap ``staged`` so that one fit costs at most ``budget x reference_seconds``.
+    stage_caps : ``{candidate_id: {"n_stages_max": m, ...}}`` from ``budget_caps``: the staged parameter of each
+        candidate is capped at ``m`` (a time budget turned into stage counts).
     random_state : seed of the folds and of the candidate subset.
 
     Fitted attributes: ``best_params_``, ``best_score_``, ``best_index_``, ``best_estimator_``, ``cv_results_``
-    (one entry per candidate with its fold scores and, when staged, its validation curve), ``n_stages_max_``.
+    (one entry per candidate with its fold scores and, when staged, its validation curve).
     """
 
     def __init__(self, estimator, grid, *, validation=None, metric="macro_r2", staged=None, refit=True,
-                 n_candidates=None, budget=None, reference_seconds=None, stratify=False, random_state=0):
+                 n_candidates=None, stage_caps=None, stratify=False, random_state=0):
         self.estimator = estimator
         self.grid = grid
         self.validation = validation
@@ -135,8 +157,7 @@ class GridSelection(MetaEstimatorMixin, BaseEstimator):
         self.staged = staged
         self.refit = refit
         self.n_candidates = n_candidates
-        self.budget = budget
-        self.reference_seconds = reference_seconds
+        self.stage_caps = stage_caps
         self.stratify = stratify
         self.random_state = random_state
 
@@ -158,21 +179,13 @@ class GridSelection(MetaEstimatorMixin, BaseEstimator):
         n = X.shape[0]
         y_strat = np.asarray(Y).ravel() if self.stratify else None
         folds = tuning.validation_folds(n, validation, seed, y_strat)
-        results, caps = [], {}
+        results = []
         for params in self._candidates():
-            n_stages = None
-            if self.staged and self.budget is not None:
-                if not self.reference_seconds:
-                    raise ConfigError("GridSelection: a budget needs reference_seconds (the reference time T)")
-                cap, _ = _budget_cap(self._make, params, X, Y, self.staged, self.budget, self.reference_seconds)
-                n_stages = min(cap, int(params.get(self.staged) or self.estimator.get_params()[self.staged]))
-                params = {**params, self.staged: n_stages}
-                caps[tuning.candidate_id(params)] = n_stages
-            results.append(evaluate_candidate(self._make, params, X, Y, folds, self.metric, self.staged, n_stages))
+            results.append(evaluate_candidate(self._make, capped(params, self.stage_caps, self.staged), X, Y, folds,
+                                              self.metric, self.staged))
         best = choose(results, self.metric, self.staged)
         self.cv_results_ = results
         self.best_params_, self.best_score_, self.best_index_ = best["params"], best["score"], best["index"]
-        self.n_stages_max_ = caps or None
         if self.refit:
             self.best_estimator_ = self._make(self.best_params_).fit(X, Y)
         else:

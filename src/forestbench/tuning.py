@@ -14,7 +14,11 @@ A ``tune:`` block (schema: ``workflow/schemas/config.schema.yaml``)::
       refit: true                 # refit the selected parameters on the whole training part (default)
       mode: inner                 # inner: one job (GridSearchCV semantics); dag: candidate chunk jobs
       chunk: 10                   # candidates per chunk job (mode dag)
-      budget: 100                 # optional: cap n_estimators at budget x T / (seconds per iteration)
+      budget:                     # optional time budget per candidate, in multiples of a reference time T
+        multiple: 100             # one fit of a candidate may cost at most 100 x T ...
+        reference: {method: gbmort, params: {max_leaf_nodes: 2}}  # ... T = seconds of one stage of this
+                                  # reference, measured once per dataset; each candidate's cap on the staged
+                                  # parameter is stored in the variant's budget.json (reruns reuse it)
 
 Validation rows are drawn from the training rows of the split only; the test rows never reach selection.
 """
@@ -76,8 +80,16 @@ def normalise(tune: dict, *, where: str, metrics: list[str]) -> dict:
         raise ConfigError(f"{where}: tune.staged {out['staged']!r} is chosen from staged scores; "
                           "it cannot also be a grid key")
     budget = out["budget"]
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
-        raise ConfigError(f"{where}: tune.budget must be a positive multiple of the reference time, not {budget!r}")
+    if budget is not None:
+        multiple = budget.get("multiple") if isinstance(budget, dict) else None
+        reference = budget.get("reference") if isinstance(budget, dict) else None
+        if isinstance(multiple, bool) or not isinstance(multiple, (int, float)) or multiple <= 0:
+            raise ConfigError(f"{where}: tune.budget.multiple must be a positive number, not {multiple!r}")
+        if not isinstance(reference, dict) or not isinstance(reference.get("method"), str):
+            raise ConfigError(f"{where}: tune.budget.reference must name the reference method "
+                              "({method: name, params: {...}}) whose one stage is the time unit T")
+        out["budget"] = {"multiple": float(multiple),
+                         "reference": {"method": reference["method"], "params": dict(reference.get("params") or {})}}
     if budget is not None and not out["staged"]:
         raise ConfigError(f"{where}: tune.budget caps the staged parameter; set tune.staged (e.g. n_estimators)")
     if not out["refit"] and "kfold" in validation:

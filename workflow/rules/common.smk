@@ -69,15 +69,37 @@ def chunks_of_job(wildcards):
     return PLAN.chunk_paths(job_of(wildcards))
 
 
-def selected_of_job(wildcards):
-    """The selection file a DAG-tuned variant's fit reads (none for other variants)."""
-    if _variant_of(wildcards).tuned_in_dag:
-        return {"selected": PLAN.selected_path(job_of(wildcards))}
+def _budget_input(wildcards):
+    tune = _variant_of(wildcards).tune
+    if tune and tune["budget"]:
+        return {"budget": PLAN.budget_path(wildcards.experiment, wildcards.dataset, wildcards.variant)}
     return {}
 
 
+def selected_of_job(wildcards):
+    """The selection file a DAG-tuned variant's fit reads, the budget file of an in-job selection with a time
+    budget (none for other variants)."""
+    variant = _variant_of(wildcards)
+    if variant.tuned_in_dag:
+        return {"selected": PLAN.selected_path(job_of(wildcards))}
+    return _budget_input(wildcards) if variant.tune else {}
+
+
+def budget_of_chunk(wildcards):
+    return _budget_input(wildcards)
+
+
+def budget_spec_json(wildcards):
+    return json.dumps(PLAN.budget_spec(wildcards.experiment, wildcards.dataset, wildcards.variant), sort_keys=True)
+
+
+def budget_split(wildcards):
+    return PLAN.split_path(wildcards.dataset, PLAN.experiments[wildcards.experiment].protocol)
+
+
 def selected_arg(wildcards, input):
-    return f"--selected {input.selected}" if "selected" in input.keys() else ""
+    keys = input.keys()
+    return " ".join(f"--{name} {input[name]}" for name in ("selected", "budget") if name in keys)
 
 
 def protocol_json(wildcards):
