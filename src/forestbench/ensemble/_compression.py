@@ -296,7 +296,11 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
         """Predictions of the compressed forest: ``(n,)`` for a 1-D target, else ``(n, d)``. For a binary target
         the score of the second class on the 0/1 scale (threshold 0.5)."""
         check_is_fitted(self, "forest_")
-        X = validate_data(self, X, reset=False, dtype=np.float32, accept_sparse=["csr", "csc"])
+        if not (isinstance(X, np.ndarray) and X.dtype == np.float32 and X.ndim == 2
+                and X.shape[1] == self.n_features_in_ and X.shape[0] > 0 and np.isfinite(X).all()):
+            # the general checks (feature names, conversions, sparse input); a finite float32 array of the right
+            # width passes them unchanged, so it skips them (they cost ~0.1 ms per call)
+            X = validate_data(self, X, reset=False, dtype=np.float32, accept_sparse=["csr", "csc"])
         out = self.forest_.predict(X)
         return out.ravel() if self._y_one_d else out
 

@@ -130,6 +130,7 @@ class FlatForest:
         self.intercept = np.ascontiguousarray(np.ravel(intercept), dtype=np.float64)
         if self.intercept.shape[0] != self.value.shape[1]:
             raise ValueError(f"intercept has {self.intercept.shape[0]} outputs, value has {self.value.shape[1]}")
+        self._min_features = int(self.feature.max()) + 1 if self.feature.size and self.feature.max() >= 0 else None
 
     @classmethod
     def from_trees(cls, forest_or_trees, scale=None):
@@ -180,7 +181,7 @@ class FlatForest:
             X = sp.csr_matrix(X)
             blocks = [self.predict(X[s:s + 4096].toarray()) for s in range(0, X.shape[0], 4096)]
             return np.vstack(blocks) if blocks else np.empty((0, self.n_outputs))
-        X = _check_X(X, int(self.feature.max()) + 1 if self.feature.size and self.feature.max() >= 0 else None)
+        X = _check_X(X, self._min_features)
         return _indicator.flat_forest_predict(self.left, self.right, self.feature, self.threshold, self.value,
                                               self.roots, X, self.intercept)
 
