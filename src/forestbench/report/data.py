@@ -104,7 +104,10 @@ def summarise(scores: pd.DataFrame, metric: str, ddof: int = 1) -> pd.DataFrame:
     and ``undefined``, the number of finished repeats whose score is undefined (recorded as null: e.g. r² of a
     constant test target). A cell whose repeats are all undefined has mean NaN, n 0 and undefined > 0, which the
     reports show as "undefined" rather than "not run"."""
-    final = scores[(scores["metric"] == metric) & scores["step"].isna()]
+    if metric.startswith("extra.") and metric in scores.columns:
+        final = final_rows(scores, metric)  # a run-info column: fits that did not record it are left out
+    else:
+        final = scores[(scores["metric"] == metric) & scores["step"].isna()]
     rows = final[final["value"].notna()]
     undefined = final[final["value"].isna()].groupby(["dataset", "variant"], sort=False).size()
     if rows.empty and undefined.empty:
