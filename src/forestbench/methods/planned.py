@@ -3,7 +3,6 @@ name; registering the method (in its own module of this package) supersedes the 
 from forestbench.methods import plan_method
 
 for _name, _why in {
-    "compressed_extra_trees": "l1-compressed extra-trees (rET), thesis ch.7",
     "deep_tree_ensemble": "deep tree-ensembles with tree embeddings, DTE paper",
     "dte_competitor": "a competitor of the DTE paper (MLP, ERC, DSTARS, ML-kNN, RAkEL, ECC, MLDF)",
 }.items():

@@ -86,7 +86,12 @@ def metric_direction(scores: pd.DataFrame, metric: str, default: bool | None = N
 
 
 def final_rows(scores: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Rows of ``metric`` that are final scores (not staged)."""
+    """Rows of ``metric`` that are final scores (not staged). ``extra.<key>`` names a run-info column: one row per
+    fit that recorded it, its value in ``value``."""
+    if metric.startswith("extra.") and metric in scores.columns:
+        rows = scores[scores["step"].isna()].drop_duplicates(["dataset", "variant", "repeat"])
+        rows = rows.assign(metric=metric, value=pd.to_numeric(rows[metric], errors="coerce"))
+        return rows[rows["value"].notna()]
     rows = scores[(scores["metric"] == metric) & scores["step"].isna()]
     return rows[rows["value"].notna()]
 
@@ -99,7 +104,10 @@ def summarise(scores: pd.DataFrame, metric: str, ddof: int = 1) -> pd.DataFrame:
     and ``undefined``, the number of finished repeats whose score is undefined (recorded as null: e.g. r² of a
     constant test target). A cell whose repeats are all undefined has mean NaN, n 0 and undefined > 0, which the
     reports show as "undefined" rather than "not run"."""
-    final = scores[(scores["metric"] == metric) & scores["step"].isna()]
+    if metric.startswith("extra.") and metric in scores.columns:
+        final = final_rows(scores, metric)  # a run-info column: fits that did not record it are left out
+    else:
+        final = scores[(scores["metric"] == metric) & scores["step"].isna()]
     rows = final[final["value"].notna()]
     undefined = final[final["value"].isna()].groupby(["dataset", "variant"], sort=False).size()
     if rows.empty and undefined.empty:

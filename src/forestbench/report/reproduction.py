@@ -408,10 +408,23 @@ def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experi
     return StatComparison(table, metric, "critical-difference statistics", frame, cols, notes)
 
 
-def compare_any(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experiment: str):
-    """Dispatch on the kind of the reference table: results, pairwise p-values or a CD figure."""
+def _our_summary(scores: pd.DataFrame, ref_cfg: dict, where: str) -> pd.DataFrame:
+    """Our summary for a reference: the metric ``ours`` names (default: the reference's own metric id), or one
+    metric per dataset when ``ours`` maps datasets to metrics (a table whose "error" is a different metric per
+    dataset)."""
     from forestbench.report.data import summarise
 
+    ours = ref_cfg.get("ours", ref_cfg["metric"])
+    if isinstance(ours, str):
+        return summarise(scores, ours)
+    if not isinstance(ours, dict) or not ours:
+        raise ConfigError(f"{where}.ours must be a metric name or a mapping dataset -> metric")
+    parts = [s[s["dataset"] == str(ds)] for ds, metric in ours.items() for s in [summarise(scores, str(metric))]]
+    return pd.concat(parts, ignore_index=True) if parts else summarise(scores, str(ref_cfg["metric"]))
+
+
+def compare_any(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experiment: str):
+    """Dispatch on the kind of the reference table: results, pairwise p-values or a CD figure."""
     where = f"experiments.{experiment}.reference"
     if not isinstance(ref_cfg, dict):
         raise ConfigError(f"{where} must be a mapping, got {type(ref_cfg).__name__}")
@@ -420,7 +433,7 @@ def compare_any(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experi
             raise ConfigError(f"{where}: missing key {key!r}")
     ref, kind = read_reference(reference_dir, str(ref_cfg["table"]))
     if kind == "results":
-        return compare(summarise(scores, str(ref_cfg["metric"])), ref_cfg, reference_dir, experiment)
+        return compare(_our_summary(scores, ref_cfg, where), ref_cfg, reference_dir, experiment)
     if kind == "pvalues":
         return compare_pvalues(scores, ref, ref_cfg, experiment)
     if kind == "grid":
