@@ -216,3 +216,18 @@ def test_nan_in_x_is_refused(multilabel):
     X[3, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         DeepTreeEnsemble(n_estimators=2, max_layers=1).fit(X, Y)
+
+
+def test_few_components_use_the_lanczos_solver_and_still_match_sklearn_pca():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(260, 5))
+    Y = X[:, :2] + 0.1 * rng.normal(size=(260, 2))
+    forest = ExtraTreesRegressor(4, max_features=1.0, min_samples_leaf=2, random_state=0).fit(X, Y)
+    M = forest_node_indicator(forest.estimators_, X)
+    emb = TreeEmbedding(max_node_fraction=0.95, weight_offset=1.0, n_components=0.02, solver="gram")
+    Z = emb.fit_transform(M)
+    D = _dense_embedding_oracle(M, 0.95, 1.0)
+    assert emb.n_components_ == 5 < 260 / 20
+    ref = PCA(n_components=5, svd_solver="full").fit_transform(D - D.mean(axis=0))
+    signs = np.sign(np.sum(Z * ref, axis=0))
+    np.testing.assert_allclose(Z * signs, ref, atol=1e-7)

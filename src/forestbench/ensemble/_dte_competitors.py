@@ -453,14 +453,19 @@ class RakelOverlapping(_ScoresMixin, BaseEstimator):
         count = self.model_count or 2 * m
         size = min(self.labelset_size, m)
         seed = _seed_int(self.random_state, 0)
-        state = np.random.get_state()
-        np.random.seed(seed)  # the library draws its label subsets from numpy's global generator
+        import random
+
+        state, py_state = np.random.get_state(), random.getstate()
+        np.random.seed(seed)  # the library draws its label subsets from Python's global generator
+        random.seed(seed)
         try:
             self.model_ = RakelO(base_classifier=LinearSVC(random_state=seed),
                                  base_classifier_require_dense=[True, True], labelset_size=size,
-                                 model_count=count).fit(X, sp.csr_matrix(Y.astype(int)))
+                                 # the library's random partitioner draws model_count + 1 label subsets
+                                 model_count=max(1, count - 1)).fit(X, sp.csr_matrix(Y.astype(int)))
         finally:
             np.random.set_state(state)
+            random.setstate(py_state)
         self.n_labels_ = m
         return self
 
@@ -471,7 +476,7 @@ class RakelOverlapping(_ScoresMixin, BaseEstimator):
         cover = np.zeros(self.n_labels_)
         model = self.model_
         for partition, clf in zip(model.partition_, model.classifiers_):
-            part = np.asarray(partition)
+            part = np.asarray(list(partition), dtype=np.intp)
             votes[:, part] += _dense(clf.predict(X))
             cover[part] += 1
         return votes / np.where(cover > 0, cover, 1)

@@ -152,8 +152,8 @@ class TreeEmbedding:
         return self._centred_gram(W) @ self._coef
 
     def _centred_gram(self, W):
-        """``(W - mu)(T - mu)^T`` for the training matrix ``T``, from sparse products only."""
-        K = (W @ self._train.T).toarray()                             # <m, x_i>
+        """``(W - mu)(T - mu)^T`` for the training matrix ``T``, without densifying either matrix."""
+        K = _cross_products(W, self._train)                           # <m, x_i>
         K -= np.asarray(W @ self.mean_).ravel()[:, None]                # - <m, mu>
         K -= self._train_mean_dot[None, :]                              # - <x_i, mu>
         K += float(self.mean_ @ self.mean_)                             # + <mu, mu>
@@ -168,11 +168,45 @@ class TreeEmbedding:
         return total + self._coef.nbytes + T.data.nbytes + T.indices.nbytes + T.indptr.nbytes
 
 
+_DENSE_NODE_FRACTION = 1.0 / 16   # nodes reached by more rows than this fraction go through dense BLAS products
+_DENSE_BLOCK = 2048               # node columns densified at a time
+
+
+def _cross_products(A, B):
+    """Dense ``A @ B.T`` of two CSR matrices with the same columns.
+
+    The cost of a sparse product is the sum over columns of (rows of A in the column) x (rows of B in the
+    column), dominated by the few nodes near the roots that most rows go through. Those columns are densified in
+    blocks and multiplied with BLAS; the many small nodes stay sparse."""
+    counts = np.bincount(B.indices, minlength=B.shape[1])
+    heavy = counts > _DENSE_NODE_FRACTION * B.shape[0]
+    out = np.zeros((A.shape[0], B.shape[0]))
+    if heavy.any():
+        cols = np.flatnonzero(heavy)
+        Ac, Bc = A.tocsc(), B.tocsc()
+        for s in range(0, cols.size, _DENSE_BLOCK):
+            block = cols[s:s + _DENSE_BLOCK]
+            out += Ac[:, block].toarray() @ Bc[:, block].toarray().T
+        light = np.flatnonzero(~heavy)
+        A, B = Ac[:, light].tocsr(), Bc[:, light].tocsr()
+    out += (A @ B.T).toarray()
+    return out
+
+
+_ARPACK_MAX_FRACTION = 1.0 / 20   # below this share of the rank, a Lanczos solver beats a full eigen-solver
+
+
 def _top_eigh(S, k):
-    """The ``k`` largest eigenpairs of the symmetric matrix ``S``, largest first."""
+    """The ``k`` largest eigenpairs of the symmetric matrix ``S``, largest first (LAPACK for many components,
+    ARPACK with a fixed start vector for few; both to machine precision)."""
     m = S.shape[0]
     k = min(k, m)
-    vals, vecs = scipy.linalg.eigh(S, subset_by_index=[m - k, m - 1], overwrite_a=True, check_finite=False)
+    if m > 200 and k <= _ARPACK_MAX_FRACTION * m:
+        from scipy.sparse.linalg import eigsh
+
+        vals, vecs = eigsh(S, k=k, which="LA", v0=np.ones(m) / np.sqrt(m), tol=0)
+    else:
+        vals, vecs = scipy.linalg.eigh(S, subset_by_index=[m - k, m - 1], overwrite_a=True, check_finite=False)
     order = np.argsort(vals)[::-1]
     return vals[order], vecs[:, order]
 
