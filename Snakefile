@@ -19,6 +19,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/resources.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/tune.smk"
 include: "workflow/rules/fit.smk"
 include: "workflow/rules/report.smk"
 

@@ -9,7 +9,8 @@ from forestbench import resources as R
 from forestbench.cli import main
 from forestbench.errors import DataError
 from forestbench.experiments import Plan
-from forestbench.plan import load_config, make_plan, merge_config, read_timings, suggest_chunk
+from forestbench.experiments import merge_config
+from forestbench.plan import load_config, make_plan, read_timings, suggest_chunk
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = str(REPO / "config" / "datasets.yaml")
@@ -46,7 +47,7 @@ def test_job_counts_follow_the_expansion(tmp_path):
     plan = _plan()
     report = make_plan(plan, results=tmp_path)
     # linnerud demo: 5 folds, sf2 demo: 3 folds; experiment a has 2 variants, b has 1
-    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "fit": 2 * (5 + 3) + 5, "collect": 2,
+    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "budget": 0, "tune": 0, "select": 0, "fit": 2 * (5 + 3) + 5, "collect": 2,
                            "report_experiment": 2, "report_index": 1}
     assert report.jobs["fit"] == len(plan.jobs())
     chunked = make_plan(plan, results=tmp_path, chunk=4)
@@ -56,7 +57,7 @@ def test_job_counts_follow_the_expansion(tmp_path):
 
 def test_max_repeats_and_select_reduce_the_plan(tmp_path):
     report = make_plan(_plan(max_repeats=2, select={"experiments": ["a"]}), results=tmp_path)
-    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "fit": 2 * 2 * 2, "collect": 1,
+    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "budget": 0, "tune": 0, "select": 0, "fit": 2 * 2 * 2, "collect": 1,
                            "report_experiment": 1, "report_index": 1}
 
 

@@ -14,8 +14,8 @@ import pandas as pd
 from forestbench._io import atomic_path
 from forestbench.errors import DataError
 
-COLUMNS = ["experiment", "dataset", "method", "variant", "repeat", "seed", "step", "metric", "value",
-           "higher_is_better", "fit_wall_s", "fit_cpu_s", "predict_wall_s", "predict_cpu_s", "n_nodes",
+COLUMNS = ["experiment", "dataset", "method", "variant", "repeat", "seed", "step", "n_trees", "stage_fit_s",
+           "metric", "value", "higher_is_better", "validation_score", "fit_wall_s", "fit_cpu_s", "predict_wall_s", "predict_cpu_s", "n_nodes",
            "model_bytes", "peak_rss_mb", "n_train", "n_test", "split_sha256", "slurm_job_id", "host"]
 
 
@@ -41,15 +41,57 @@ def record_rows(record: dict) -> list[dict]:
         "peak_rss_mb": record.get("peak_rss_mb"), "n_train": record.get("n_train"), "n_test": record.get("n_test"),
         "split_sha256": record.get("data", {}).get("split_sha256"),
         "slurm_job_id": (prov.get("slurm") or {}).get("SLURM_JOB_ID"), "host": prov.get("host"),
+        "n_trees": None, "stage_fit_s": None, "validation_score": record.get("validation_score"),
         **{f"param.{k}": _param(v) for k, v in record.get("params", {}).items()},
+        **{f"selected.{k}": _param(v) for k, v in (record.get("selected_params") or {}).items()},
+        **{f"extra.{k}": v for k, v in (record.get("extra") or {}).items()
+           if v is None or isinstance(v, (bool, int, float, str))},
     }
+    staged = record.get("staged") or {}
+    per_step = {int(s): (t, f) for s, t, f in zip(staged.get("steps", []), staged.get("n_trees", []),
+                                                    staged.get("fit_seconds", []))}
     rows = []
     for metric, value in record["scores"].items():
         hib = record["higher_is_better"][metric]
         rows.append({**base, "metric": metric, "value": value, "higher_is_better": hib})
-        for step, staged in (record.get("staged_scores", {}).get(metric) or {}).items():
-            rows.append({**base, "metric": metric, "value": staged, "higher_is_better": hib, "step": int(step)})
+        for step, staged_value in (record.get("staged_scores", {}).get(metric) or {}).items():
+            n_trees, seconds = per_step.get(int(step), (None, None))
+            rows.append({**base, "metric": metric, "value": staged_value, "higher_is_better": hib, "step": int(step),
+                         "n_trees": n_trees, "stage_fit_s": seconds})
     return rows
+
+
+SELECTION_COLUMNS = ["experiment", "dataset", "variant", "repeat", "candidate", "params", "selected", "stage",
+                     "metric", "score"]
+
+
+def selection_rows(record: dict) -> list[dict]:
+    """The validation scores of a tuned run's candidates (one row per candidate, plus one per recorded stage of a
+    staged candidate's validation curve)."""
+    sel = (record.get("extra") or {}).get("selection")
+    if not sel:
+        return []
+    base = {"experiment": record["experiment"], "dataset": record["dataset"], "variant": record["variant"],
+            "repeat": record["repeat"], "metric": sel.get("metric")}
+    best = json.dumps(sel.get("best_params"), sort_keys=True)
+    rows = []
+    for i, cand in enumerate(sel.get("candidates", [])):
+        params = dict(cand["params"])
+        if sel.get("staged") and cand.get("best_stage") is not None:
+            params[sel["staged"]] = cand["best_stage"]
+        row = {**base, "candidate": i, "params": json.dumps(cand["params"], sort_keys=True),
+               "selected": json.dumps(params, sort_keys=True) == best}
+        rows.append({**row, "stage": None, "score": cand["score"]})
+        for stage, value in (cand.get("curve") or {}).items():
+            rows.append({**row, "stage": int(stage), "score": value})
+    return rows
+
+
+def collect_selection(record_paths: list[str | Path]) -> pd.DataFrame:
+    rows = []
+    for path in sorted(map(str, record_paths)):
+        rows.extend(selection_rows(read_record(path)))
+    return pd.DataFrame(rows, columns=SELECTION_COLUMNS)
 
 
 def collect(record_paths: list[str | Path], experiment: str | None = None) -> pd.DataFrame:
@@ -62,7 +104,7 @@ def collect(record_paths: list[str | Path], experiment: str | None = None) -> pd
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=COLUMNS)
-    params = sorted(c for c in frame.columns if c.startswith("param."))
+    params = sorted(c for c in frame.columns if c.startswith(("param.", "selected.", "extra.")))
     frame = frame[COLUMNS + params]
     return frame.sort_values(["dataset", "variant", "repeat", "metric", "step"], na_position="first",
                              kind="stable").reset_index(drop=True)

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from forestbench.datasets.registry import get_entry, is_available, load_registry, protocol_of
+from forestbench.datasets.registry import get_entry, is_available, load_registry, needs_network, protocol_of
 from forestbench.datasets.splits import n_splits_of
 from forestbench.errors import ConfigError
-from forestbench.methods import PLANNED, get_method, is_planned
+from forestbench import tuning
+from forestbench.methods import PLANNED, get_method, is_planned, load_plugins
 from forestbench.metrics import get_metric
 from forestbench.validation import load_yaml, validate
-from forestbench.variants import NAME_PATTERN, expand_entry
+from forestbench.variants import NAME_PATTERN, RUN_PARAMETERS, expand_entry
 
 DEFAULT_REGISTRY = "config/datasets.yaml"
 
@@ -27,6 +28,22 @@ class Variant:
     name: str
     method: str
     params: dict = field(hash=False)
+    tune: dict | None = field(default=None, hash=False)  # normalised ``tune`` block (forestbench.tuning)
+
+    @property
+    def tuned_in_dag(self) -> bool:
+        return bool(self.tune) and self.tune["mode"] == "dag"
+
+
+@dataclass(frozen=True)
+class TuneJob:
+    """One chunk of candidates of a DAG-tuned variant on one split."""
+
+    experiment: str
+    dataset: str
+    variant: str
+    repeat: int
+    chunk: int
 
 
 @dataclass(frozen=True)
@@ -37,12 +54,17 @@ class Job:
     repeat: int
 
 
-def expand_variants(experiment: str, methods: list[dict]) -> list[Variant]:
+def expand_variants(experiment: str, methods: list[dict], metrics: list[str] | None = None) -> list[Variant]:
     variants: list[Variant] = []
     for entry in methods:
         if not is_planned(entry["method"]):
             get_method(entry["method"])  # fail early on an unknown method
-        variants += [Variant(name, entry["method"], params) for name, params in expand_entry(experiment, entry)]
+        for name, params in expand_entry(experiment, entry):
+            tune = None
+            if entry.get("tune") is not None:
+                tune = tuning.normalise(entry["tune"], where=f"experiment {experiment}, variant {name}",
+                                        metrics=metrics or [])
+            variants.append(Variant(name, entry["method"], params, tune))
     seen = set()
     for v in variants:
         if v.name in seen:
@@ -78,6 +100,19 @@ class ExperimentPlan:
         return [Job(self.name, d, v.name, r) for d in self.datasets for v in self.runnable_variants
                 for r in range(self.repeats[d])]
 
+    def candidates(self, variant: Variant) -> list[dict]:
+        """Candidate parameter sets of a tuned variant (seeded by the experiment's seed)."""
+        return tuning.candidates(variant.tune, self.seed) if variant.tune else []
+
+    def n_chunks(self, variant: Variant) -> int:
+        return len(tuning.chunks(len(self.candidates(variant)), variant.tune["chunk"])) if variant.tuned_in_dag \
+            else 0
+
+    def tune_jobs(self) -> list[TuneJob]:
+        """Candidate-chunk jobs of the DAG-tuned variants."""
+        return [TuneJob(self.name, d, v.name, r, k) for d in self.datasets for v in self.runnable_variants
+                if v.tuned_in_dag for r in range(self.repeats[d]) for k in range(self.n_chunks(v))]
+
     def variant(self, name: str) -> Variant:
         for v in self.variants:
             if v.name == name:
@@ -89,9 +124,11 @@ class Plan:
     """The expanded configuration: experiments, their jobs and file paths."""
 
     def __init__(self, config: dict, source: str = "config", schema_dir: str | Path | None = None,
-                 registry: dict | None = None):
+                 registry: dict | None = None, check_params: bool = True):
         validate(config, "config", source, schema_dir)
         self.config = config
+        self.source = source
+        load_plugins(config.get("plugins"))
         self.registry = registry if registry is not None else load_registry(
             config.get("datasets_registry", DEFAULT_REGISTRY), schema_dir)
         self.protocols = config.get("protocols", {})
@@ -106,11 +143,46 @@ class Plan:
             missing = set(wanted) - set(config["experiments"])
             if missing:
                 raise ConfigError(f"{source}: select.experiments names unknown experiment(s) {sorted(missing)}")
+        if check_params:
+            self.check_parameters()
+
+    def check_parameters(self) -> None:
+        """Refuse, before any job runs, a variant whose parameters (or tuning candidates) its estimator would
+        refuse: unknown names, values outside the estimator's parameter constraints, a k-fold larger than the
+        training part. Imports the estimators of the planned variants."""
+        for name, exp in self.experiments.items():
+            for v in exp.runnable_variants:
+                spec = get_method(v.method)
+                run_params = {k: val for k, val in v.params.items() if k not in RUN_PARAMETERS}
+                candidates = exp.candidates(v) or [{}]
+                try:
+                    for cand in candidates:
+                        spec.check_params({**run_params, **cand})
+                    if v.tune and v.tune["budget"]:
+                        ref = v.tune["budget"]["reference"]
+                        if is_planned(ref["method"]) and not is_planned(v.method):
+                            raise ConfigError(f"tune.budget.reference: method {ref['method']!r} is not "
+                                              "implemented yet")
+                        if not is_planned(ref["method"]):
+                            get_method(ref["method"]).check_params(ref["params"])
+                    if v.tune and v.tune["staged"] and not spec.supports("staged_predict"):
+                        raise ConfigError(f"tune.staged needs an estimator with staged_predict, and "
+                                          f"{spec.estimator} has none")
+                except ConfigError as exc:
+                    raise ConfigError(f"{self.source}: experiment {name}, variant {v.name}: {exc}") from None
+                if v.tune and "kfold" in v.tune["validation"]:
+                    for dataset in exp.datasets:
+                        n_train = tuning.training_rows(self.protocol_spec(dataset, exp.protocol),
+                                                       get_entry(self.registry, dataset).get("shape"))
+                        if n_train is not None and v.tune["validation"]["kfold"] > n_train:
+                            raise ConfigError(f"{self.source}: experiment {name}, variant {v.name}: "
+                                              f"tune.validation.kfold {v.tune['validation']['kfold']} is larger "
+                                              f"than the training part of {dataset} ({n_train} rows)")
 
     def _expand(self, name: str, cfg: dict, select: dict) -> ExperimentPlan:
         for metric in cfg["metrics"]:
             get_metric(metric)
-        variants = expand_variants(name, cfg["methods"])
+        variants = expand_variants(name, cfg["methods"], cfg["metrics"])
         if select.get("variants"):
             variants = [v for v in variants if v.name in select["variants"]]
         datasets, unavailable, repeats = [], {}, {}
@@ -119,6 +191,9 @@ class Plan:
             if select.get("datasets") and dataset not in select["datasets"]:
                 continue
             entry = get_entry(self.registry, dataset)
+            if select.get("available") and needs_network(entry):
+                unavailable[dataset] = "left out by select.available: its files must be downloaded"
+                continue
             if not is_available(entry):
                 unavailable[dataset] = entry.get("unavailable_reason", "no public source is known")
                 continue
@@ -183,14 +258,72 @@ class Plan:
             "method": variant.method, "params": variant.params, "metrics": list(exp.config["metrics"]),
             "repeat": job.repeat, "seed": seed, "threads": exp.threads, "protocol": exp.protocol,
             "expected_shape": get_entry(self.registry, job.dataset).get("shape"),
+            **({"tune": {**variant.tune, "seed": exp.seed}} if variant.tune else {}),
+            **({"plugins": list(self.config["plugins"])} if self.config.get("plugins") else {}),
         }
+
+    def tune_spec(self, job: TuneJob) -> dict:
+        """What a candidate-chunk job needs: the run specification of its split plus its candidates."""
+        spec = self.run_spec(Job(job.experiment, job.dataset, job.variant, job.repeat))
+        exp = self.experiments[job.experiment]
+        variant = exp.variant(job.variant)
+        cands = exp.candidates(variant)
+        rows = tuning.chunks(len(cands), variant.tune["chunk"])[job.chunk]
+        return {**spec, "chunk": job.chunk, "candidates": [cands[i] for i in rows]}
+
+    @staticmethod
+    def tune_dir(job) -> str:
+        return f"results/tuning/{job.experiment}/{job.dataset}/{job.variant}/repeat-{job.repeat}"
+
+    def budget_spec(self, experiment: str, dataset: str, variant: str) -> dict:
+        """What the budget job of a tuned variant needs: the run specification of repeat 0 and every candidate."""
+        spec = self.run_spec(Job(experiment, dataset, variant, 0))
+        exp = self.experiments[experiment]
+        return {**spec, "candidates": exp.candidates(exp.variant(variant))}
+
+    @staticmethod
+    def budget_path(experiment: str, dataset: str, variant: str) -> str:
+        return f"results/tuning/{experiment}/{dataset}/{variant}/budget.json"
+
+    @classmethod
+    def chunk_path(cls, job: TuneJob) -> str:
+        return f"{cls.tune_dir(job)}/chunk-{job.chunk}.json"
+
+    @classmethod
+    def selected_path(cls, job) -> str:
+        return f"{cls.tune_dir(job)}/selected.json"
+
+    def chunk_paths(self, job: Job) -> list[str]:
+        exp = self.experiments[job.experiment]
+        variant = exp.variant(job.variant)
+        return [self.chunk_path(TuneJob(job.experiment, job.dataset, job.variant, job.repeat, k))
+                for k in range(exp.n_chunks(variant))]
+
+
+def merge_config(base: dict, update: dict) -> dict:
+    """Recursive merge as Snakemake does for ``--configfile`` and ``--config``: mappings merge key by key, other
+    values replace."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_config(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(configfiles: list[str | Path], overrides: dict | None = None) -> tuple[dict, str]:
+    """The configuration Snakemake runs with: the files merged in order (nested mappings key by key), then
+    ``overrides`` (``--config``) merged on top; returns it with a description of its source."""
+    config: dict = {}
+    for path in configfiles:
+        config = merge_config(config, load_yaml(path) or {})
+    config = merge_config(config, overrides or {})
+    return config, ", ".join(map(str, configfiles)) or "config"
 
 
 def load_plan(configfiles: list[str | Path], overrides: dict | None = None,
               schema_dir: str | Path | None = None) -> Plan:
-    """Merge configuration files (later ones win, key by key at the top level), then expand."""
-    config: dict = {}
-    for path in configfiles:
-        config.update(load_yaml(path))
-    config.update(overrides or {})
-    return Plan(config, source=", ".join(map(str, configfiles)), schema_dir=schema_dir)
+    """Merge configuration files and overrides as Snakemake does, then expand."""
+    config, source = load_config(configfiles, overrides)
+    return Plan(config, source=source, schema_dir=schema_dir)

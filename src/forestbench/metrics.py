@@ -17,9 +17,15 @@ from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn import metrics as skm
 
 from forestbench.errors import ConfigError
+
+
+def _skm():
+    """scikit-learn's metrics, imported on first use (planning reads this registry without scoring anything)."""
+    from sklearn import metrics
+
+    return metrics
 
 
 def _dense(Y) -> np.ndarray:
@@ -36,15 +42,15 @@ def lrap(Y_true, Y_score) -> float:
     keep = Y_true.sum(axis=1) > 0
     if not keep.any():
         return float("nan")
-    return float(skm.label_ranking_average_precision_score(Y_true[keep], Y_score[keep]))
+    return float(_skm().label_ranking_average_precision_score(Y_true[keep], Y_score[keep]))
 
 
 def coverage_error(Y_true, Y_score) -> float:
-    return float(skm.coverage_error(_2d(Y_true), _2d(Y_score)))
+    return float(_skm().coverage_error(_2d(Y_true), _2d(Y_score)))
 
 
 def label_ranking_loss(Y_true, Y_score) -> float:
-    return float(skm.label_ranking_loss(_2d(Y_true), _2d(Y_score)))
+    return float(_skm().label_ranking_loss(_2d(Y_true), _2d(Y_score)))
 
 
 def hamming_loss(Y_true, Y_score) -> float:
@@ -84,11 +90,11 @@ def one_error(Y_true, Y_score) -> float:
 
 
 def micro_auc(Y_true, Y_score) -> float:
-    return float(skm.roc_auc_score(_2d(Y_true), _2d(Y_score), average="micro"))
+    return float(_skm().roc_auc_score(_2d(Y_true), _2d(Y_score), average="micro"))
 
 
 def micro_average_precision(Y_true, Y_score) -> float:
-    return float(skm.average_precision_score(_2d(Y_true), _2d(Y_score), average="micro"))
+    return float(_skm().average_precision_score(_2d(Y_true), _2d(Y_score), average="micro"))
 
 
 def normalized_mse(Y_true, Y_pred) -> float:

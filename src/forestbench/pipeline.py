@@ -46,14 +46,53 @@ def _fit(args) -> None:
 
     spec = _json_arg(args.spec, "spec")
     job = {"attempt": args.attempt, "mem_mb": args.mem_mb, "threads": spec.get("threads")}
-    fail_on = os.environ.get("FORESTBENCH_FAIL_ATTEMPTS", "")
-    if fail_on and str(args.attempt) in fail_on.split(","):
-        # fault injection for the workflow's retry tests: fail before any output is written
-        raise SystemExit(f"fit: failing on purpose on attempt {args.attempt} (FORESTBENCH_FAIL_ATTEMPTS={fail_on})")
-    record = run(spec, args.prepared, args.split, args.out, extra=job)
+    selected = None
+    if args.selected:
+        from forestbench.dag_selection import read_selected
+
+        selected = read_selected(args.selected)
+    budget = None
+    if args.budget:
+        from forestbench.dag_selection import read_budget
+
+        budget = read_budget(args.budget)
+    record = run(spec, args.prepared, args.split, args.out, extra=job, selected=selected, budget=budget)
     scores = ", ".join(f"{k}={v:.4g}" for k, v in record["scores"].items())
     print(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']} repeat {spec['repeat']}: {scores} "
           f"(fit {record['fit_wall_s']:.2f} s)")
+
+
+def _tune(args) -> None:
+    from forestbench.dag_selection import run_chunk
+
+    spec = _json_arg(args.spec, "spec")
+    budget = None
+    if args.budget:
+        from forestbench.dag_selection import read_budget
+
+        budget = read_budget(args.budget)
+    out = run_chunk(spec, args.prepared, args.split, args.out, cache_dir=args.cache, budget=budget)
+    print(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']} repeat {spec['repeat']} chunk {spec['chunk']}: "
+          f"{len(out['results'])} candidate(s) ({out['reused']} reused) -> {args.out}")
+
+
+def _budget(args) -> None:
+    from forestbench.dag_selection import run_budget
+
+    spec = _json_arg(args.spec, "spec")
+    doc = run_budget(spec, args.prepared, args.split, args.out)
+    caps = sorted(c["n_stages_max"] for c in doc["caps"].values())
+    print(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']}: T = {doc['reference_seconds']:.3g} s, "
+          f"stage caps {caps[0]}..{caps[-1]} -> {args.out}")
+
+
+def _select(args) -> None:
+    from forestbench.dag_selection import select
+
+    spec = _json_arg(args.spec, "spec")
+    best = select(spec, args.chunks, args.out)
+    print(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']} repeat {spec['repeat']}: selected "
+          f"{best['params']} (validation {spec['tune']['metric']} = {best['score']:.4g}) -> {args.out}")
 
 
 def _collect(args) -> None:
@@ -67,6 +106,10 @@ def _collect(args) -> None:
             print(f"{len(missing)} record(s) of {args.experiment} not run yet, e.g. {missing[0]}")
     frame = collect(paths, experiment=args.experiment)
     write_scores(frame, args.out)
+    if args.selection_out:
+        from forestbench.collect import collect_selection
+
+        write_scores(collect_selection(paths), args.selection_out)
     print(f"{len(paths)} record(s) of {args.experiment} -> {args.out}")
 
 
@@ -92,7 +135,31 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--attempt", type=int, default=1, help="Snakemake's attempt number (recorded)")
     p.add_argument("--mem-mb", type=int, default=None, help="memory requested for the job (recorded)")
+    p.add_argument("--selected", default=None, help="selected parameters of a DAG-tuned variant (select's output)")
+    p.add_argument("--budget", default=None, help="stage caps of a tuned variant with a time budget (budget's output)")
     p.set_defaults(func=_fit)
+
+    p = subparsers.add_parser("tune", help="score one chunk of a tuned variant's candidates on validation rows")
+    p.add_argument("--spec", required=True, help="the chunk's specification as a JSON object")
+    p.add_argument("--prepared", required=True)
+    p.add_argument("--split", required=True)
+    p.add_argument("--cache", required=True, help="folder of finished candidates (reused when the grid grows)")
+    p.add_argument("--budget", default=None, help="stage caps of a time budget (budget's output)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_tune)
+
+    p = subparsers.add_parser("budget", help="turn a tuned variant's time budget into stage caps (measured once)")
+    p.add_argument("--spec", required=True, help="the variant's specification as a JSON object")
+    p.add_argument("--prepared", required=True)
+    p.add_argument("--split", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_budget)
+
+    p = subparsers.add_parser("select", help="choose the best candidate of a tuned variant from its chunks")
+    p.add_argument("--spec", required=True, help="the run specification as a JSON object")
+    p.add_argument("--chunks", nargs="+", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_select)
 
     p = subparsers.add_parser("collect", help="gather run records into results/<experiment>/scores.csv")
     p.add_argument("experiment")
@@ -100,5 +167,7 @@ def register(subparsers) -> None:
     p.add_argument("--results", default="results")
     p.add_argument("--existing-only", action="store_true", help="skip listed records that do not exist (yet)")
     p.add_argument("--out", required=True)
+    p.add_argument("--selection-out", default=None,
+                   help="also write the validation scores of tuned runs' candidates (selection.csv)")
     p.set_defaults(func=_collect)
 

@@ -35,29 +35,15 @@ from forestbench import resources as res
 from forestbench.errors import DataError
 
 DEFAULT_BASE = "config/config.yaml"
-RULES = ("fetch", "prepare", "split", "fit", "collect", "report_experiment", "report_index")
-
-
-def merge_config(base: dict, update: dict) -> dict:
-    """Recursive merge as Snakemake does for ``--configfile``: mappings merge key by key, other values replace."""
-    out = dict(base)
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_config(out[key], value)
-        else:
-            out[key] = value
-    return out
+RULES = ("fetch", "prepare", "split", "budget", "tune", "select", "fit", "collect", "report_experiment", "report_index")
 
 
 def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE) -> tuple[dict, str]:
     """The configuration Snakemake would run with: the ``configfiles`` merged in order, else ``base`` alone."""
-    from forestbench.validation import load_yaml
+    from forestbench.experiments import load_config as merged
 
     files = [Path(f) for f in configfiles] or ([Path(base)] if base else [])
-    config: dict = {}
-    for path in files:
-        config = merge_config(config, load_yaml(path) or {})
-    return config, ", ".join(map(str, files)) or "config"
+    return merged(files)
 
 
 @dataclass
@@ -126,13 +112,27 @@ def read_timings(results: str | Path) -> dict[tuple[str, str, str], list[float]]
     return dict(timings)
 
 
-def _model_wall_s(shape: dict | None, params: dict, threads: int, sparse: bool) -> float:
+def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Cost, res.Cost | None]:
+    """``(cost of the final fit job, cost of one candidate-chunk job or None)`` of a variant on a dataset shape,
+    from its method's cost hook. An in-job selection (``tune.mode: inner``) adds every candidate's validation
+    fits to the final fit; a DAG selection charges them to its chunk jobs."""
+    from forestbench.methods import get_method
+
+    method = get_method(variant.method)
     n, p, d = res.shape_of(shape)
-    n_estimators = max(1, int(params.get("n_estimators") or res.DEFAULT_N_ESTIMATORS))
-    k = res.candidate_features(params.get("max_features", 1.0), p)
-    return res.job_seconds(n, p, res.split_outputs(params, d), n_estimators, threads=threads, max_features=k,
-                           sparse=sparse, max_depth=res._positive_int(params.get("max_depth")),
-                           max_leaf_nodes=res._positive_int(params.get("max_leaf_nodes")))
+    final = method.cost_of(n, p, d, variant.params, sparse=sparse)
+    if not variant.tune:
+        return final, None
+    validation = variant.tune["validation"]
+    folds = int(validation.get("kfold", 1))
+    fraction = (folds - 1) / folds if "kfold" in validation else 1.0 - float(validation["holdout"])
+    n_fit = max(1, int(n * fraction))
+    costs = [method.cost_of(n_fit, p, d, {**variant.params, **c}, sparse=sparse) for c in exp.candidates(variant)]
+    search = res.Cost(folds * sum(c.fit_seconds for c in costs), max(c.model_mb for c in costs))
+    if variant.tuned_in_dag:
+        per_chunk = search.fit_seconds / max(1, exp.n_chunks(variant))
+        return final, res.Cost(per_chunk, search.model_mb)
+    return res.Cost(final.fit_seconds + search.fit_seconds, max(final.model_mb, search.model_mb)), None
 
 
 def _raw_file_count(name: str, entry: dict) -> int:
@@ -172,15 +172,28 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanRepo
                 n_fits += fits
                 own = timings.get((name, dataset, variant.name), [])
                 other = by_dataset_variant.get((dataset, variant.name), [])
+                final, chunk_cost = variant_cost(exp, variant, shape, sparse)
                 if own:
                     wall, source, n_rec = res.STARTUP_S + sum(own) / len(own), "recorded", len(own)
                 elif other:
                     wall, source, n_rec = res.STARTUP_S + sum(other) / len(other), "recorded-elsewhere", len(other)
                 else:
-                    wall, source, n_rec = _model_wall_s(shape, variant.params, exp.threads, sparse), "model", 0
-                req = res.fit_requests(shape, variant.params, 1, threads=exp.threads, sparse=sparse)
+                    wall = res.cost_job_seconds(final, threads=exp.threads)
+                    source, n_rec = "model", 0
+                req = res.fit_requests(shape, variant.params, 1, cost=final, threads=exp.threads, sparse=sparse)
                 variants.append(VariantEstimate(name, dataset, variant.name, fits, exp.threads, wall, source,
                                                 n_rec, req["mem_mb"], req["runtime"]))
+                if variant.tune and variant.tune["budget"]:
+                    jobs["budget"] += 1
+                if chunk_cost is not None:
+                    n_chunks = fits * exp.n_chunks(variant)
+                    jobs["tune"] += n_chunks
+                    jobs["select"] += fits
+                    req = res.fit_requests(shape, variant.params, 1, cost=chunk_cost, threads=exp.threads,
+                                           sparse=sparse)
+                    variants.append(VariantEstimate(name, dataset, f"{variant.name} (tuning)", n_chunks,
+                                                    exp.threads, res.cost_job_seconds(chunk_cost, threads=exp.threads),
+                                                    "model", 0, req["mem_mb"], req["runtime"]))
         jobs["fit"] += n_fits
         slurm_fit_jobs += math.ceil(n_fits / chunk) if n_fits else 0
         jobs["collect"] += 1
@@ -189,7 +202,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanRepo
     jobs["fetch"] = sum(_raw_file_count(dataset, get_entry(plan.registry, dataset)) for dataset in datasets)
     jobs["prepare"] = len(datasets)
     jobs["split"] = len(splits)
-    slurm_jobs = dict(jobs, fit=slurm_fit_jobs)
+    slurm_jobs = dict(jobs, fit=slurm_fit_jobs)  # candidate chunks are SLURM jobs of their own
     other = (sum(jobs.values()) - jobs["fit"]) * res.STARTUP_S / 3600.0
     return PlanReport(jobs, slurm_jobs, chunk, variants, other)
 
@@ -228,8 +241,9 @@ def format_report(report: PlanReport, target_minutes: float = 30.0) -> str:
         lines.append("  model: forestbench.resources.job_seconds = start-up "
                      f"{res.STARTUP_S:.0f} s + C_FIT x trees x candidate features x n x levels (log2 n, or the depth/leaf "
                      "cap) x (1 + d/"
-                     f"{res.D_HALF:.0f}) x (1 + {res.PREDICT_FRACTION}), C_FIT = {res.C_FIT:g} s (2-core CI "
-                     "machine, scikit-learn RF); records of earlier runs replace it")
+                     f"{res.D_HALF:.0f}) x (1 + {res.PREDICT_FRACTION}), C_FIT = {res.C_FIT:g} s "
+                     "(measured with scikit-learn's RF); other methods use their own cost hooks; records of "
+                     "earlier runs replace the model")
     if report.variants:
         mem = max(v.mem_mb for v in report.variants)
         lines.append(f"Largest fit request: {mem} MB. Suggested chunk for ~{target_minutes:.0f}-minute SLURM jobs: "

@@ -37,6 +37,7 @@ per-tree costs). The runtime request's safety factor (3x) and the ``attempt`` sc
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 #: memory of a fit process before it touches data: Python, numpy, scipy, scikit-learn, forestbench and the
 #: Snakemake job step that SLURM runs around it (RSS measured ~350 MB; rounded up)
@@ -334,27 +335,58 @@ def split_outputs(params: dict, d: int) -> int:
         return d
 
 
-def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, threads: int = 1,
-                 repeats: int = 1, sparse: bool = False, density: float | None = None) -> dict:
-    """``{"mem_mb", "runtime"}`` of one fit job from the dataset's registry shape and the variant's parameters.
+@dataclass(frozen=True)
+class Cost:
+    """What a method's cost hook returns for one variant on one dataset shape."""
+
+    fit_seconds: float  # modelled single-thread wall seconds of fit + predict
+    model_mb: float  # memory of the fitted model, MB (the data and the interpreter are charged separately)
+
+
+def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
+                density: float | None = None) -> Cost:
+    """The cost hook of tree ensembles (the default of the method registry).
 
     ``n_estimators`` defaults to 100 (scikit-learn); ``max_features`` as scikit-learn reads it; ``min_samples_leaf``
-    shrinks the trees. Multi-output leaves are charged for every output (an upper bound); with an output projection
-    the split search is charged for ``q`` outputs (``split_outputs``).
+    shrinks the trees; ``max_depth`` / ``max_leaf_nodes`` cap them. Multi-output leaves are charged for every output
+    (an upper bound); with an output projection the split search is charged for ``q`` outputs (``split_outputs``).
     """
-    n, p, d = shape_of(shape)
-    params = params or {}
-    n_estimators = int(params.get("n_estimators") or DEFAULT_N_ESTIMATORS)
-    n_estimators = max(1, n_estimators)
+    n_estimators = max(1, _positive_int(params.get("n_estimators")) or DEFAULT_N_ESTIMATORS)
     leaf = _positive_int(params.get("min_samples_leaf")) or 1
     caps = {"max_depth": _positive_int(params.get("max_depth")),
             "max_leaf_nodes": _positive_int(params.get("max_leaf_nodes"))}
     k = candidate_features(params.get("max_features", 1.0), p)
+    seconds = fit_seconds(n, p, split_outputs(params, d), n_estimators, max_features=k, sparse=sparse,
+                          density=density, **caps) * (1.0 + PREDICT_FRACTION)
+    return Cost(seconds, forest_mb(n, d, n_estimators, 1, leaf, **caps))
+
+
+def cost_job_seconds(cost: Cost, *, threads: int = 1, repeats: int = 1) -> float:
+    """Wall time of one fit job from a method's cost: start-up, then ``repeats`` x (fit + predict) on
+    ``threads`` threads (tree-level parallel efficiency ``PARALLEL_EFFICIENCY``)."""
+    if threads < 1 or repeats < 1:
+        raise ValueError("resources: threads and repeats must be >= 1")
+    speedup = 1.0 if threads == 1 else max(1.0, threads * PARALLEL_EFFICIENCY)
+    return STARTUP_S + repeats * cost.fit_seconds / speedup
+
+
+def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, cost=None, threads: int = 1,
+                 repeats: int = 1, sparse: bool = False, density: float | None = None) -> dict:
+    """``{"mem_mb", "runtime"}`` of one fit job from the dataset's registry shape and the variant's parameters.
+
+    ``cost`` is the method's cost hook (``forestbench.methods.MethodSpec.cost``; default ``forest_cost``), or an
+    already computed ``Cost``. Memory: (base + data + model) x 1.5, at least 1000 MB; time: 3 x the modelled job,
+    at least 5 minutes; both times ``attempt``.
+    """
+    _check_attempt(attempt)
+    n, p, d = shape_of(shape)
+    if not isinstance(cost, Cost):
+        cost = (cost or forest_cost)(n, p, d, params or {}, sparse=sparse, density=density)
+    need = BASE_MB + data_mb(n, p, d, sparse, density) + cost.model_mb
+    seconds = cost_job_seconds(cost, threads=threads, repeats=repeats)
     return {
-        "mem_mb": mem_mb(n, p, d, attempt, sparse, density=density, n_estimators=n_estimators,
-                         min_samples_leaf=leaf, **caps),
-        "runtime": runtime_min(n, p, split_outputs(params, d), n_estimators, attempt, threads=threads, repeats=repeats,
-                               max_features=k, sparse=sparse, density=density, **caps),
+        "mem_mb": max(1000, _round_up(need * 1.5, MEM_UNIT_MB)) * attempt,
+        "runtime": max(5, int(math.ceil(seconds * 3.0 / 60.0))) * attempt,
     }
 
 

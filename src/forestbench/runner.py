@@ -17,17 +17,16 @@ import scipy.sparse as sp
 from forestbench.datasets.splits import load_split
 from forestbench.datasets.store import load_dataset, read_header
 from forestbench.errors import ConfigError
-from forestbench.methods import build_estimator, get_method
+from forestbench.methods import get_method, load_plugins
 from forestbench.metrics import get_metric
 from forestbench.records import write_record
+from forestbench.variants import RUN_PARAMETERS  # noqa: F401  (re-exported: run parameters are not the estimator's)
 
 
 def _rows(M, idx):
     return M[idx] if not sp.issparse(M) else M.tocsr()[idx] if M.format != "csr" else M[idx]
 
 
-# parameters of a run that are not estimator parameters
-RUN_PARAMETERS = ("input_layout",)
 
 
 def with_layout(X, layout: str | None):
@@ -63,9 +62,85 @@ def model_size(model) -> dict:
     return {"n_nodes": n_nodes, "bytes": int(n_bytes)}
 
 
-def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Path, extra: dict | None = None) -> dict:
+def staged_record(estimator, X_test, Y_test, Y_train, metrics, fit_wall: float) -> dict:
+    """``{"staged_scores": {metric: {step: value}}, "staged": {"steps", "n_trees", "fit_seconds"}}``."""
+    from forestbench.tuning import record_stages
+
+    n_stages = _n_stages(estimator)
+    wanted = set(record_stages(n_stages)) if n_stages else None
+    scores: dict[str, dict[str, float]] = {m.name: {} for m in metrics}
+    steps = []
+    last = None
+    for i, pred in enumerate(estimator.staged_predict(X_test), start=1):
+        last = i
+        if wanted is not None and i not in wanted:
+            continue
+        pred = _as_2d_float(pred)
+        steps.append(i)
+        for m in metrics:
+            scores[m.name][str(i)] = _finite_or_none(m(Y_test, pred, Y_train))
+    if wanted is None and last is not None:  # the stage count was unknown: keep the log-spaced stages found
+        keep = set(record_stages(last))
+        steps = [s for s in steps if s in keep]
+        scores = {k: {s: v for s, v in vals.items() if int(s) in keep} for k, vals in scores.items()}
+    total = last or 1
+    n_trees = getattr(estimator, "stage_n_trees_", None)
+    seconds = getattr(estimator, "stage_fit_seconds_", None)
+    return {
+        "staged_scores": scores,
+        "staged": {
+            "steps": steps,
+            "n_trees": [int(n_trees[s - 1]) if n_trees is not None and len(n_trees) >= s else s for s in steps],
+            "fit_seconds": [float(seconds[s - 1]) if seconds is not None and len(seconds) >= s
+                            else fit_wall * s / total for s in steps],
+            "n_stages": total,
+        },
+    }
+
+
+def _n_stages(estimator) -> int | None:
+    for attr in ("n_estimators_", "n_iter_", "n_estimators"):
+        value = getattr(estimator, attr, None)
+        if isinstance(value, (int, np.integer)) and value >= 1:
+            return int(value)
+    return None
+
+
+def _as_2d_float(Y):
+    Y = np.asarray(Y.toarray() if sp.issparse(Y) else Y, dtype=np.float64)
+    return Y[:, None] if Y.ndim == 1 else Y
+
+
+def _finite_or_none(value):
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _with_selection(estimator, spec: dict, method, task: str, selected: dict | None, budget: dict | None = None):
+    """The estimator to fit: as it is, refitted with DAG-selected parameters, or wrapped in an in-job
+    ``GridSelection`` (``tune.mode: inner``)."""
+    tune = spec.get("tune")
+    if not tune:
+        return estimator, None
+    if tune["mode"] == "dag":
+        if selected is None:
+            raise ConfigError(f"{spec['experiment']}/{spec['variant']}: tuned with mode dag, but no --selected "
+                              "file was given (the workflow's select rule writes it)")
+        return method.build({**spec.get("params", {}), **selected["params"]}, spec.get("seed")), selected
+    from forestbench.selection import GridSelection
+    from forestbench.tuning import candidates
+
+    return GridSelection(estimator, candidates(tune, int(tune.get("seed", 0))), validation=tune["validation"], metric=tune["metric"],
+                         staged=tune["staged"], refit=tune["refit"],
+                         stage_caps=(budget or {}).get("caps"),
+                         stratify=task in ("binary", "multiclass"), random_state=spec.get("seed")), None
+
+
+def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Path, extra: dict | None = None,
+        selected: dict | None = None, budget: dict | None = None) -> dict:
     from threadpoolctl import threadpool_limits
 
+    load_plugins(spec.get("plugins"))
     header = read_header(prepared)
     ds = load_dataset(prepared, expected_shape=spec.get("expected_shape"))
     train, test, split_info = load_split(split_file, int(spec["repeat"]))
@@ -82,15 +157,17 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
     if not sp.issparse(Y_fit) and Y_fit.ndim == 2 and Y_fit.shape[1] == 1:
         Y_fit = Y_fit.ravel()
 
-    estimator = build_estimator(spec["method"], params, spec.get("seed"))
+    estimator = method.build(params, spec.get("seed"))
+    if (spec.get("tune") or {}).get("budget") and budget is None and spec["tune"]["mode"] == "inner":
+        raise ConfigError(f"{spec['experiment']}/{spec['variant']}: tune.budget needs the budget file (--budget)")
+    estimator, selection = _with_selection(estimator, spec, method, ds.task, selected, budget)
     with threadpool_limits(limits=int(spec.get("threads", 1))):
         _, fit_wall, fit_cpu = _timed(estimator.fit, X_train, Y_fit)
         Y_pred, pred_wall, pred_cpu = _timed(estimator.predict, X_test)
-    Y_pred = np.asarray(Y_pred, dtype=np.float64)
-    if Y_pred.ndim == 1:
-        Y_pred = Y_pred[:, None]
+    Y_pred = _as_2d_float(Y_pred)
 
     scores = {m.name: m(Y_test, Y_pred, Y_train) for m in metrics}
+    final = getattr(estimator, "best_estimator_", estimator)
     record = {
         "spec": spec,
         "experiment": spec["experiment"], "dataset": spec["dataset"], "variant": spec["variant"],
@@ -99,11 +176,35 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
         "scores": scores,
         "higher_is_better": {m.name: m.higher_is_better for m in metrics},
         "fit_wall_s": fit_wall, "fit_cpu_s": fit_cpu, "predict_wall_s": pred_wall, "predict_cpu_s": pred_cpu,
-        "model": model_size(estimator),
+        "model": model_size(final),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "n_train": int(len(train)), "n_test": int(len(test)),
         "data": {"prepared_sha256": header["content_sha256"], "shape": header["shape"], **split_info},
         "job": extra or {},
     }
+    if hasattr(final, "staged_predict"):
+        record.update(staged_record(final, X_test, Y_test, Y_train, metrics,
+                                    fit_wall if final is estimator else _refit_seconds(estimator, fit_wall)))
+    info = {}
+    if hasattr(estimator, "run_info_"):
+        info.update(estimator.run_info_())
+    if final is not estimator and hasattr(final, "run_info_"):
+        info.update(final.run_info_())
+    if selection is not None:
+        info["selection"] = selection
+    if "selection" in info:
+        record["selected_params"] = info["selection"]["best_params"]
+        record["validation_score"] = info["selection"]["best_score"]
+    if budget is not None:
+        info["budget"] = {"reference_seconds": budget["reference_seconds"], "multiple": budget["multiple"],
+                          "n_stages_max": {k: v["n_stages_max"] for k, v in budget["caps"].items()}}
+    if info:
+        record["extra"] = info
     write_record(out, record)
     return record
+
+
+def _refit_seconds(selection, total: float) -> float:
+    """Fit time of the refitted final model of an in-job selection (the total minus the candidates' fits)."""
+    spent = sum(r.get("fit_seconds", 0.0) for r in getattr(selection, "cv_results_", []))
+    return max(total - spent, 0.0)

@@ -11,6 +11,9 @@ from forestbench.errors import ConfigError
 
 NAME_PATTERN = r"[A-Za-z0-9_.=+-]+"
 
+#: parameters of a run that are not estimator parameters (the input memory layout of timing experiments)
+RUN_PARAMETERS = ("input_layout",)
+
 
 def format_value(value) -> str:
     """A parameter value as it appears in a variant name (1.0 stays "1.0": a fraction, not the int 1)."""

@@ -11,18 +11,29 @@ except ImportError as _exc:
         "and run snakemake from there."
     )
 from forestbench.datasets.download import remote_files, unavailable_reason
-from forestbench.experiments import NAME_PATTERN, Job, Plan
+from forestbench.experiments import NAME_PATTERN, Job, Plan, TuneJob
 
-PLAN = Plan(config, source=", ".join(map(str, workflow.configfiles)) or "config")
+# Parameters are checked against the estimators (which imports them) once, by the Snakemake process that builds the
+# DAG; the re-parses of cluster and subprocess jobs skip it, and so does their printing of the plan.
+_MAIN = workflow.is_main_process
+PLAN = Plan(config, source=", ".join(map(str, workflow.configfiles)) or "config", check_params=_MAIN)
 # the plan without `select`: a partial rerun still collects every finished record of an experiment
 FULL_PLAN = (
-    Plan({k: v for k, v in config.items() if k != "select"}, registry=PLAN.registry)
+    Plan({k: v for k, v in config.items() if k != "select"}, registry=PLAN.registry, check_params=False)
     if config.get("select")
     else PLAN
 )
 
-for _line in PLAN.describe():
-    print(f"forestbench: {_line}", file=sys.stderr)
+if _MAIN:
+    for _line in PLAN.describe():
+        print(f"forestbench: {_line}", file=sys.stderr)
+
+
+localrules:
+    select,
+    collect,
+    report_experiment,
+    report_index,
 
 
 wildcard_constraints:
@@ -39,6 +50,56 @@ def job_of(wildcards):
 
 def run_spec_json(wildcards):
     return json.dumps(PLAN.run_spec(job_of(wildcards)), sort_keys=True)
+
+
+def tune_job_of(wildcards):
+    return TuneJob(wildcards.experiment, wildcards.dataset, wildcards.variant, int(wildcards.repeat),
+                   int(wildcards.chunk))
+
+
+def tune_spec_json(wildcards):
+    return json.dumps(PLAN.tune_spec(tune_job_of(wildcards)), sort_keys=True)
+
+
+def _variant_of(wildcards):
+    return PLAN.experiments[wildcards.experiment].variant(wildcards.variant)
+
+
+def chunks_of_job(wildcards):
+    return PLAN.chunk_paths(job_of(wildcards))
+
+
+def _budget_input(wildcards):
+    tune = _variant_of(wildcards).tune
+    if tune and tune["budget"]:
+        return {"budget": PLAN.budget_path(wildcards.experiment, wildcards.dataset, wildcards.variant)}
+    return {}
+
+
+def selected_of_job(wildcards):
+    """The selection file a DAG-tuned variant's fit reads, the budget file of an in-job selection with a time
+    budget (none for other variants)."""
+    variant = _variant_of(wildcards)
+    if variant.tuned_in_dag:
+        return {"selected": PLAN.selected_path(job_of(wildcards))}
+    return _budget_input(wildcards) if variant.tune else {}
+
+
+def budget_of_chunk(wildcards):
+    return _budget_input(wildcards)
+
+
+def budget_spec_json(wildcards):
+    return json.dumps(PLAN.budget_spec(wildcards.experiment, wildcards.dataset, wildcards.variant), sort_keys=True)
+
+
+def budget_split(wildcards):
+    return PLAN.split_path(wildcards.dataset, PLAN.experiments[wildcards.experiment].protocol)
+
+
+def selected_arg(wildcards, input):
+    keys = input.keys()
+    return " ".join(f"--{name} {input[name]}" for name in ("selected", "budget") if name in keys)
 
 
 def protocol_json(wildcards):

@@ -5,6 +5,7 @@
 
 rule fit:
     input:
+        unpack(selected_of_job),  # tune.smk: the selected parameters of a DAG-tuned variant
         prepared="data/prepared/{dataset}.npz",
         split=split_of_job,
     output:
@@ -15,6 +16,7 @@ rule fit:
         "results/logs/fit/{experiment}/{dataset}/{variant}/repeat-{repeat}.log",
     params:
         spec=run_spec_json,
+        selected=selected_arg,
     threads: fit_threads
     resources:
         # the attempt number reaches the command (and the run record) through a resource
@@ -25,4 +27,4 @@ rule fit:
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "python -m forestbench fit --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
-        "--attempt {resources.attempt} --mem-mb {resources.mem_mb} --out {output} > {log} 2>&1"
+        "--attempt {resources.attempt} --mem-mb {resources.mem_mb} {params.selected} --out {output} > {log} 2>&1"

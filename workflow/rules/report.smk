@@ -6,7 +6,8 @@ rule collect:
     input:
         records_of,
     output:
-        "results/{experiment}/scores.csv",
+        scores="results/{experiment}/scores.csv",
+        selection="results/{experiment}/selection.csv",
     conda:
         "../../envs/forestbench.yaml"
     log:
@@ -19,12 +20,13 @@ rule collect:
         records=all_records_of,
     shell:
         "python -m forestbench collect {wildcards.experiment} --records {params.records} --existing-only "
-        "--out {output} > {log} 2>&1"
+        "--out {output.scores} --selection-out {output.selection} > {log} 2>&1"
 
 
 rule report_experiment:
     input:
-        "results/{experiment}/scores.csv",
+        scores="results/{experiment}/scores.csv",
+        selection="results/{experiment}/selection.csv",
     output:
         "results/{experiment}/report/manifest.json",
     conda:
@@ -38,7 +40,7 @@ rule report_experiment:
         mem_mb=light_mem_mb,
         runtime=light_runtime,
     shell:
-        "python -m forestbench report experiment --scores {input} --experiment {wildcards.experiment} "
+        "python -m forestbench report experiment --scores {input.scores} --selection {input.selection} --experiment {wildcards.experiment} "
         "--experiments-json {params.experiments:q} --reference-dir config/reference --out {params.outdir} "
         "> {log} 2>&1"
 

@@ -12,15 +12,33 @@ def _sparse(dataset):
     return fbres.is_sparse_entry(_registry_entry(PLAN.registry, dataset))
 
 
-def _fit_requests(wildcards, attempt):
+def _costs(wildcards):
+    # the method's own cost hook (forestbench.methods), with the tuning work of a tuned variant
+    from forestbench.plan import variant_cost
+
+    exp = PLAN.experiments[wildcards.experiment]
+    variant = exp.variant(wildcards.variant)
+    return variant_cost(exp, variant, _shape(wildcards.dataset), _sparse(wildcards.dataset))
+
+
+def _fit_requests(wildcards, attempt, which=0):
     exp = PLAN.experiments[wildcards.experiment]
     return fbres.fit_requests(
         _shape(wildcards.dataset),
         exp.variant(wildcards.variant).params,
         attempt,
+        cost=_costs(wildcards)[which],
         threads=exp.threads,
         sparse=_sparse(wildcards.dataset),
     )
+
+
+def tune_mem_mb(wildcards, attempt):
+    return _fit_requests(wildcards, attempt, 1)["mem_mb"]
+
+
+def tune_runtime(wildcards, attempt):
+    return _fit_requests(wildcards, attempt, 1)["runtime"]
 
 
 def fit_mem_mb(wildcards, attempt):

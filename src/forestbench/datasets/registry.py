@@ -25,6 +25,11 @@ def is_available(entry: dict) -> bool:
     return entry.get("status", "available") == "available" or bool(entry.get("local_path"))
 
 
+def needs_network(entry: dict) -> bool:
+    """Whether preparing the dataset needs a download: a downloaded source without a ``local_path``."""
+    return (entry.get("source") or {}).get("kind") == "download" and not entry.get("local_path")
+
+
 def protocol_of(registry: dict, dataset: str, protocol: str, global_protocols: dict | None = None) -> dict:
     """The protocol ``protocol`` for ``dataset``: the dataset's own definition first, else a global one."""
     entry = get_entry(registry, dataset)

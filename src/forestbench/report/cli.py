@@ -49,7 +49,7 @@ def _experiment(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.configfile}: experiment {args.experiment!r} not found "
                           f"(known: {', '.join(map(str, experiments))})")
     written = build_experiment_report(args.scores, args.experiment, experiments[args.experiment] or {},
-                                      args.reference_dir, args.out)
+                                      args.reference_dir, args.out, selection_csv=args.selection)
     print(f"report {args.experiment}: {len(written)} file(s) written under {args.out}")
     return 0
 
@@ -69,6 +69,8 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="report_command", required=True)
     exp = sub.add_parser("experiment", help="tables, figures and reproduction comparison of one experiment")
     exp.add_argument("--scores", type=Path, required=True, help="tidy scores table results/<E>/scores.csv")
+    exp.add_argument("--selection", type=Path, default=None,
+                     help="validation scores of tuned runs (results/<E>/selection.csv): adds the selection section")
     exp.add_argument("--experiment", required=True, help="experiment name (a key of experiments: in the config)")
     exp.add_argument("--configfile", type=Path, help="YAML config with an 'experiments' mapping")
     exp.add_argument("--experiments-json", help="the 'experiments' mapping as JSON (instead of --configfile)")

@@ -240,12 +240,59 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
 
 @report_kind("convergence")
 def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
+    """Staged scores against ``x``: ``step`` (default), ``n_trees`` or ``stage_fit_s`` (cumulative fit seconds);
+    ``logx: true`` for a log axis."""
     metric = str(spec["metric"])
     hue = spec.get("hue", "variant")
-    sec = Section("convergence", f"{metric} against the number of boosting iterations / trees")
+    x = str(spec.get("x", "step"))
+    if x not in figures.CONVERGENCE_X:
+        raise ConfigError(f"convergence report: x must be one of {', '.join(figures.CONVERGENCE_X)}, got {x!r}")
+    sec = Section("convergence", f"{metric} against the {figures.CONVERGENCE_X[x]}")
     rows = ctx.scores[(ctx.scores["metric"] == metric) & ctx.scores["step"].notna() & ctx.scores["value"].notna()]
+    if x in rows.columns:
+        rows = rows[rows[x].notna()]
     rows = _with_hue(ctx, _restrict(ctx, rows, spec), hue, None)
-    return _line_figure(ctx, sec, slug, figures.convergence_plot, rows, metric, hue)
+    return _line_figure(ctx, sec, slug, figures.convergence_plot, rows, metric, hue, x, bool(spec.get("logx")))
+
+
+def selection_sections(ctx: Context, selection: pd.DataFrame) -> list[Section]:
+    """For tuned variants: the selected parameters (per dataset and variant, over the repeats) and the validation
+    curves (the selected candidate's staged curve, or every candidate's score in grid order)."""
+    if selection.empty:
+        return []
+    finals = selection[selection["stage"].isna()]
+    chosen = finals[finals["selected"].astype(str).str.lower() == "true"]
+    rows = []
+    for (dataset, variant), part in chosen.groupby(["dataset", "variant"], sort=False):
+        counts = part["params"].value_counts()
+        best = finals[(finals["dataset"] == dataset) & (finals["variant"] == variant)]
+        rows.append({"dataset": dataset, "variant": variant,
+                     "selected (repeats)": "; ".join(f"{p} ({n}/{part['repeat'].nunique()})"
+                                                     for p, n in counts.items()),
+                     "validation score": f"{part['score'].mean():.4g}",
+                     "candidates": int(best["candidate"].nunique())})
+    table = pd.DataFrame(rows)
+    sec = Section("selection", "Selected hyper-parameters (validation on held-out training rows)")
+    base = ctx.out_dir / "tables" / "selection"
+    sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_csv(index=False)),
+                 "Markdown": ctx.write(base.with_suffix(".md"), table.to_markdown(index=False))}
+    sec.html = table.to_html(index=False, escape=True)
+    sec.markdown = table.to_markdown(index=False)
+    sec.notes.append("the selected grid point of each repeat, with the staged parameter at its best stage; "
+                     "candidates are scored on validation rows drawn from the training part only")
+    out = [sec]
+    metric = str(finals["metric"].iloc[0]) if len(finals) else "score"
+    curves = selection[selection["stage"].notna() & (selection["selected"].astype(str).str.lower() == "true")]
+    fig = Section("selection", "Validation curves of the selected candidates")
+    if not curves.empty:
+        curves = curves.assign(stage=curves["stage"].astype(float))
+        out.append(_line_figure(ctx, fig, "selection_curves", figures.validation_curve_plot, curves, "stage",
+                                metric, "variant", True))
+    else:
+        grid_rows = finals.assign(candidate=finals["candidate"].astype(int))
+        out.append(_line_figure(ctx, fig, "selection_curves", figures.validation_curve_plot, grid_rows,
+                                "candidate", metric, "variant", False))
+    return out
 
 
 # --- the experiment report ---------------------------------------------------------------------------------------
@@ -316,7 +363,7 @@ def missing_cells(scores: pd.DataFrame, metrics: list[str], datasets: list[str],
 
 
 def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_cfg: dict, reference_dir: Path,
-                            out_dir: Path) -> list[Path]:
+                            out_dir: Path, selection_csv: Path | None = None) -> list[Path]:
     """Write the tables, figures, reproduction comparison, report.md and manifest.json of one experiment.
 
     Works with whatever records exist: a missing or partial scores table gives a report that lists every cell not
@@ -359,6 +406,8 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
             sections.append(REPORT_KINDS[spec["kind"]](ctx, spec, _slug(i, spec)))
         except ConfigError as exc:
             raise ConfigError(f"{ctx.where(i)}: {exc}") from exc
+    if selection_csv is not None and Path(selection_csv).exists() and Path(selection_csv).stat().st_size:
+        sections += selection_sections(ctx, pd.read_csv(selection_csv))
     # reproduction against the published numbers
     repro_sections = []
     for j, rep in enumerate(comparisons):

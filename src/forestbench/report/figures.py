@@ -140,10 +140,19 @@ def timing_plot(rows: pd.DataFrame, x: str, time: str, hue: str | None):
     return _facet_line_plot(rows, x, time, hue, f"{_label(time)} (log scale)", _label(x), logy=True)
 
 
-def convergence_plot(rows: pd.DataFrame, metric: str, hue: str = "variant"):
-    """``metric`` against the boosting iteration / number of trees of staged predictions."""
-    return _facet_line_plot(rows, "step", "value", hue, metric, "boosting iteration / number of trees",
-                            logx=False)
+CONVERGENCE_X = {"step": "boosting iteration / stage", "n_trees": "number of trees", "stage_fit_s": "fit time (s)"}
+
+
+def convergence_plot(rows: pd.DataFrame, metric: str, hue: str = "variant", x: str = "step", logx: bool = False):
+    """``metric`` against the stage, the number of trees or the cumulative fit time of staged predictions."""
+    return _facet_line_plot(rows, x, "value", hue, metric, CONVERGENCE_X.get(x, x) + (" (log)" if logx else ""),
+                            logx=logx)
+
+
+def validation_curve_plot(rows: pd.DataFrame, x: str, metric: str, hue: str = "variant", logx: bool = False):
+    """Validation ``metric`` of the selection's candidates: against the stage for a staged selection (the
+    selected candidate's curve), else against the candidate's position in the grid."""
+    return _facet_line_plot(rows, x, "score", hue, f"validation {metric}", x, logx=logx)
 
 
 def _label(column: str) -> str:

@@ -1,0 +1,181 @@
+"""The method registry: what the workflow needs to know about each method, without importing its estimator.
+
+A method is registered by one call, in a module of this package (every module here is imported when the registry
+is first used) or in a plugin module named by the configuration's ``plugins`` list::
+
+    register("gbmort", "forestbench.ensemble._boosting:GBMORTRegressor", cost=boosting_cost,
+             description="multi-output gradient boosting, one shared tree per iteration")
+
+What an entry declares:
+
+- ``estimator``: ``"package.module:Name"`` of the estimator class (or of a factory function returning an
+  estimator). It is imported only when a job builds the estimator or when the parameters of a variant are checked,
+  never when the registry is read (a Snakefile parse on a cluster node imports no estimator).
+- ``sparse_y``: the estimator accepts a scipy-sparse label matrix (otherwise the runner densifies it).
+- ``cost``: ``cost(n, p, d, params, *, sparse=False, density=None) -> forestbench.resources.Cost``, the modelled
+  single-thread seconds of fit + predict and the fitted model's memory. It sizes cluster requests and
+  ``forestbench plan``. Default: ``forestbench.resources.forest_cost`` (tree ensembles).
+- ``classifier``: a scikit-learn single-label classifier whose ``predict`` is replaced by one score column per
+  class (``forestbench.classifier_scores.ClassifierScores``).
+
+Capabilities are read from the estimator class, as scikit-learn does: ``staged_predict`` (staged scores in the
+run record, staged selection of ``n_estimators``), ``run_info_()`` (extra record fields), ``__sklearn_tags__``.
+Parameters of a variant are checked before any job runs against the class's signature and, when it declares them,
+its scikit-learn ``_parameter_constraints``.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from forestbench.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    estimator: str  # "package.module:Name"
+    sparse_y: bool = False
+    cost: Callable[..., Any] | None = None
+    description: str = ""
+    classifier: bool = False
+    registered_by: str = field(default="", compare=False)
+
+    # ------------------------------------------------------------------ the estimator, imported on demand
+    def estimator_class(self):
+        """The class (or factory) named by ``estimator``, imported now."""
+        module, _, attr = self.estimator.partition(":")
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"method {self.name!r}: cannot import its estimator {self.estimator!r} ({exc}); "
+                              "is the optional dependency installed?") from None
+
+    def parameters(self) -> list[str]:
+        """Names of the parameters the estimator accepts."""
+        target = self.estimator_class()
+        if inspect.isclass(target) and hasattr(target, "_get_param_names"):
+            return list(target._get_param_names())
+        return [n for n, p in inspect.signature(target).parameters.items()
+                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def accepts(self, name: str) -> bool:
+        return name in self.parameters()
+
+    def build(self, params: dict, seed: int | None = None):
+        """A new estimator with ``params``; ``random_state`` comes from ``seed`` unless ``params`` sets it."""
+        params = dict(params)
+        if seed is not None and "random_state" not in params and self.accepts("random_state"):
+            params["random_state"] = int(seed)
+        self.check_names(params)
+        try:
+            estimator = self.estimator_class()(**params)
+        except TypeError as exc:
+            raise ConfigError(f"method {self.name!r}: invalid parameters {sorted(params)}: {exc}") from None
+        if self.classifier:
+            from forestbench.classifier_scores import ClassifierScores
+
+            estimator = ClassifierScores(estimator)
+        return estimator
+
+    def check_names(self, params: dict) -> None:
+        known = self.parameters()
+        unknown = sorted(set(params) - set(known))
+        if unknown:
+            raise ConfigError(f"method {self.name!r} has no parameter(s) {unknown}; its parameters are: "
+                              f"{', '.join(sorted(known))}")
+
+    def check_params(self, params: dict) -> None:
+        """Refuse parameters the estimator would refuse at fit time: unknown names, and values outside the
+        estimator's scikit-learn ``_parameter_constraints`` (when it declares them)."""
+        self.check_names(params)
+        target = self.estimator_class()
+        try:
+            estimator = target(**params)
+        except TypeError as exc:
+            raise ConfigError(f"method {self.name!r}: invalid parameters {sorted(params)}: {exc}") from None
+        except (ValueError, ConfigError) as exc:
+            raise ConfigError(f"method {self.name!r}: {exc}") from None
+        if hasattr(estimator, "_validate_params") and getattr(estimator, "_parameter_constraints", None):
+            from sklearn.utils._param_validation import InvalidParameterError
+
+            try:
+                estimator._validate_params()
+            except (InvalidParameterError, ValueError, TypeError) as exc:
+                raise ConfigError(f"method {self.name!r}: {exc}") from None
+
+    # ------------------------------------------------------------------ capabilities and costs
+    def supports(self, capability: str) -> bool:
+        """Whether the estimator class has ``capability`` (e.g. ``"staged_predict"``); imports it."""
+        return hasattr(self.estimator_class(), capability)
+
+    def cost_of(self, n: int, p: int, d: int, params: dict, *, sparse: bool = False, density: float | None = None):
+        from forestbench import resources
+
+        hook = self.cost or resources.forest_cost
+        return hook(n, p, d, params or {}, sparse=sparse, density=density)
+
+
+METHODS: dict[str, MethodSpec] = {}
+
+# Methods that experiments may name but that are not implemented yet: their variants are left out of the plan and
+# reported by name (``ExperimentPlan.pending``), so that a configuration can list them ahead of their code.
+PLANNED: dict[str, str] = {}
+
+
+def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callable[..., Any] | None = None,
+             description: str = "", classifier: bool = False) -> MethodSpec:
+    """Register ``name``; see the module docstring. Registering a name twice is an error."""
+    if not isinstance(estimator, str) or ":" not in estimator:
+        raise ValueError(f"method {name!r}: estimator must be 'package.module:Name', got {estimator!r}")
+    if name in METHODS and METHODS[name].estimator != estimator:
+        raise ValueError(f"method {name!r} is registered twice ({METHODS[name].estimator} and {estimator})")
+    caller = inspect.stack()[1].frame.f_globals.get("__name__", "")
+    spec = MethodSpec(name, estimator, sparse_y, cost, description, classifier, caller)
+    METHODS[name] = spec
+    PLANNED.pop(name, None)
+    return spec
+
+
+def plan_method(name: str, why: str) -> None:
+    """Declare a method that experiments name but that is not implemented yet."""
+    if name not in METHODS:
+        PLANNED[name] = why
+
+
+def is_planned(name: str) -> bool:
+    return name in PLANNED and name not in METHODS
+
+
+def get_method(name: str) -> MethodSpec:
+    try:
+        return METHODS[name]
+    except KeyError:
+        hint = f"; it is planned but not implemented yet ({PLANNED[name]})" if name in PLANNED else ""
+        raise ConfigError(f"unknown method {name!r}{hint} (known: {', '.join(sorted(METHODS))})") from None
+
+
+def build_estimator(name: str, params: dict, seed: int | None):
+    return get_method(name).build(params, seed)
+
+
+def load_plugins(modules) -> None:
+    """Import the plugin modules a configuration names (each registers its methods when imported)."""
+    for module in modules or ():
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"plugins: cannot import method module {module!r} ({exc}); is it on PYTHONPATH?") \
+                from None
+
+
+def _discover() -> None:
+    """Import every module of this package: each registers its methods."""
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_discover()

@@ -1,0 +1,139 @@
+"""Hyper-parameter selection: the right candidate, staged n_estimators, GridSearchCV agreement, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.ensemble import GradientBoostingRegressor
+from sklearn.linear_model import Ridge
+from sklearn.metrics import make_scorer
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.tree import DecisionTreeRegressor
+
+from forestbench import tuning
+from forestbench.errors import ConfigError
+from forestbench.metrics import macro_r2
+from forestbench.selection import GridSelection, choose, evaluate_candidate
+
+
+def _step_problem(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 3))
+    y = (X[:, 0] > 0.5).astype(float) + rng.normal(scale=0.5, size=n)
+    return X, y
+
+
+def test_selection_finds_the_known_best_grid_point():
+    # a step function plus heavy noise: a stump is right, a fully grown tree fits the noise
+    X, y = _step_problem()
+    sel = GridSelection(DecisionTreeRegressor(random_state=0), {"max_depth": [None, 1, 12]},
+                        validation={"holdout": 0.3}, metric="macro_r2", random_state=3).fit(X, y)
+    assert sel.best_params_ == {"max_depth": 1}
+    scores = [r["score"] for r in sel.cv_results_]
+    assert scores[1] == max(scores) and scores[0] < scores[1] - 0.2
+    # refit on every row with the selected parameters
+    assert sel.best_estimator_.get_depth() == 1
+    np.testing.assert_array_equal(sel.predict(X), DecisionTreeRegressor(max_depth=1, random_state=0).fit(X, y)
+                                  .predict(X))
+
+
+def test_lower_is_better_metrics_are_minimised():
+    X, y = _step_problem(seed=1)
+    sel = GridSelection(DecisionTreeRegressor(random_state=0), {"max_depth": [12, 1]}, metric="mse",
+                        random_state=0).fit(X, y)
+    assert sel.best_params_ == {"max_depth": 1}
+
+
+def test_staged_selection_equals_separate_fits_at_each_n_estimators():
+    X, y = _step_problem(n=300, seed=2)
+    est = GradientBoostingRegressor(learning_rate=0.3, max_depth=2, random_state=0)
+    folds = tuning.validation_folds(len(y), {"holdout": 0.25}, seed=5)
+    staged = evaluate_candidate(lambda p: GradientBoostingRegressor(**{**est.get_params(), **p}),
+                                {"n_estimators": 40}, X, y, folds, "macro_r2", staged="n_estimators")
+    (fit_rows, val_rows), = folds
+    for k in (1, 7, 23, 40):
+        alone = GradientBoostingRegressor(**{**est.get_params(), "n_estimators": k}).fit(X[fit_rows], y[fit_rows])
+        expected = macro_r2(y[val_rows], alone.predict(X[val_rows]))
+        assert staged["curve"][staged["stages"].index(k)] == pytest.approx(expected, abs=1e-12)
+    best = int(np.argmax(staged["curve"])) + 1
+    assert staged["best_stage"] == best
+    sel = GridSelection(est, {"learning_rate": [0.3]}, validation={"holdout": 0.25}, staged="n_estimators",
+                        random_state=5)
+    sel.set_params(estimator=est.set_params(n_estimators=40)).fit(X, y)
+    assert sel.best_params_ == {"learning_rate": 0.3, "n_estimators": best}
+    assert sel.best_estimator_.n_estimators_ == best
+
+
+def test_kfold_selection_agrees_with_gridsearchcv():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 8))
+    y = X @ rng.normal(size=8) + rng.normal(scale=2.0, size=120)
+    grid = {"alpha": [0.01, 1.0, 30.0, 300.0, 3000.0]}
+    seed = 11
+    ours = GridSelection(Ridge(), grid, validation={"kfold": 4}, metric="macro_r2", random_state=seed).fit(X, y)
+    ref = GridSearchCV(Ridge(), grid, cv=KFold(4, shuffle=True, random_state=seed),
+                       scoring=make_scorer(macro_r2), refit=True).fit(X, y)
+    assert ours.best_params_ == ref.best_params_
+    assert ours.best_score_ == pytest.approx(ref.best_score_, abs=1e-12)
+    np.testing.assert_allclose([r["score"] for r in ours.cv_results_], ref.cv_results_["mean_test_score"],
+                               atol=1e-12)
+    np.testing.assert_allclose(ours.predict(X), ref.predict(X))
+
+
+def test_selection_is_deterministic_and_ties_take_the_first_candidate():
+    X, y = _step_problem(seed=4)
+    a = GridSelection(DecisionTreeRegressor(random_state=0), {"max_depth": [1, 2, 3, 6]}, random_state=9).fit(X, y)
+    b = GridSelection(DecisionTreeRegressor(random_state=0), {"max_depth": [1, 2, 3, 6]}, random_state=9).fit(X, y)
+    assert a.best_params_ == b.best_params_ and a.cv_results_ == [
+        {**r, "fit_seconds": a.cv_results_[i]["fit_seconds"]} for i, r in enumerate(b.cv_results_)]
+    tie = choose([{"params": {"a": 1}, "score": 0.5}, {"params": {"a": 2}, "score": 0.5}], "macro_r2")
+    assert tie["params"] == {"a": 1}
+
+
+def test_random_candidate_subsets_are_seeded_and_in_grid_order():
+    tune = tuning.normalise({"grid": {"a": list(range(10)), "b": [0, 1]}, "n_candidates": 5}, where="t",
+                            metrics=["macro_r2"])
+    first, again = tuning.candidates(tune, 3), tuning.candidates(tune, 3)
+    assert first == again and len(first) == 5
+    full = tuning.candidates({**tune, "n_candidates": None}, 3)
+    positions = [full.index(c) for c in first]
+    assert positions == sorted(positions)
+    assert tuning.candidates(tune, 4) != first
+
+
+def test_validation_folds_stay_inside_the_training_part_and_stratify():
+    folds = tuning.validation_folds(50, {"holdout": 0.2}, seed=1)
+    (fit_rows, val_rows), = folds
+    assert len(val_rows) == 10 and not set(fit_rows) & set(val_rows) and set(fit_rows) | set(val_rows) == set(range(50))
+    y = np.array([0] * 40 + [1] * 10)
+    for fit_rows, val_rows in tuning.validation_folds(50, {"kfold": 5}, seed=1, y=y):
+        assert (y[val_rows] == 1).sum() == 2  # stratified
+    with pytest.raises(ConfigError, match="larger than the training part"):
+        tuning.validation_folds(3, {"kfold": 5}, seed=0)
+
+
+@pytest.mark.parametrize("tune, message", [
+    ({"grid": {}}, "at least one parameter"),
+    ({"grid": {"a": []}}, "non-empty list"),
+    ({"grid": {"a": [1]}, "metric": "nope"}, "unknown metric 'nope'"),
+    ({"grid": {"a": [1]}, "validation": {"holdout": 1.0}}, r"fraction in \(0, 1\)"),
+    ({"grid": {"a": [1]}, "validation": {"holdout": 0}}, r"fraction in \(0, 1\)"),
+    ({"grid": {"a": [1]}, "validation": {"kfold": 1}}, "integer >= 2"),
+    ({"grid": {"a": [1]}, "mode": "cluster"}, "'inner' or 'dag'"),
+    ({"grid": {"n_estimators": [1]}, "staged": "n_estimators"}, "cannot also be a grid key"),
+    ({"grid": {"a": [1]}, "budget": {"multiple": 100, "reference": {"method": "m"}}}, "set tune.staged"),
+    ({"grid": {"a": [1]}, "staged": "n", "budget": {"multiple": -1, "reference": {"method": "m"}}},
+     "positive number"),
+    ({"grid": {"a": [1]}, "staged": "n", "budget": {"multiple": 5}}, "must name the reference method"),
+    ({"grid": {"a": [1]}, "refit": False, "validation": {"kfold": 3}}, "use a holdout"),
+])
+def test_bad_tune_blocks_are_refused_with_the_key(tune, message):
+    with pytest.raises(ConfigError, match=message):
+        tuning.normalise(tune, where="experiment e, variant v", metrics=["macro_r2"])
+
+
+def test_record_stages_are_log_spaced_with_the_last():
+    assert tuning.record_stages(1000) == [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+    assert tuning.record_stages(37) == [1, 2, 5, 10, 20, 37]
+    stages = tuning.scored_stages(10_000)
+    assert len(stages) <= tuning.MAX_SCORED_STAGES + 1 and stages[-1] == 10_000 and list(stages[:100]) == list(
+        range(1, 101))
