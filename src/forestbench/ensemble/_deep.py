@@ -208,6 +208,8 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
     n_layers_built_ : int
     pca_fraction_ : the PCA size used (None without embeddings)
     pca_tuning_scores_ : dict {size: validation score} (empty when not tuned)
+    n_iter_, stage_n_trees_, stage_fit_seconds_ : the stages of ``staged_predict`` (kept layers), the cumulative
+        trees and fit seconds after each
     task_ : "multilabel" or "regression"
     fit_time_split_ : list of dicts, per built layer the seconds spent in embedding forests, path extraction,
         PCA, OS cross-validation, prediction forests and scoring.
@@ -326,6 +328,13 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         self.n_layers_ = int(np.argmax(scores)) + 1
         self.layers_ = layers
         self.fit_time_split_ = times
+        # stages of staged_predict (one per kept layer) for the run record
+        self.n_iter_ = len(layers)
+        per_layer_trees = self.n_estimators * (2 + 2 * has_te) + (2 * self.os_folds * (self.os_n_estimators
+                                                                                       or self.n_estimators)
+                                                                  if has_os else 0)
+        self.stage_n_trees_ = per_layer_trees * np.arange(1, len(layers) + 1)
+        self.stage_fit_seconds_ = np.cumsum([sum(t.values()) for t in times])[: len(layers)]
         return self
 
     def _tune_fraction(self, X, Y, Yt, fractions, seq):
@@ -487,4 +496,6 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
             "pca_fraction": self.pca_fraction_ if self.pca_fraction_ is None or isinstance(self.pca_fraction_, int)
             else float(self.pca_fraction_),
             "fit_seconds_split": {k: round(v, 4) for k, v in totals.items()},
+            # one scalar per layer, so that the tidy scores table gets an extra.train_layer_<L> column
+            **{f"train_layer_{i}": float(s) for i, s in enumerate(self.layer_scores_, start=1)},
         }

@@ -10,7 +10,7 @@ for _name, _why in {
     "artificial_gbrt": "the optimal artificial strategy of the friedman1 study, thesis ch.6",
     "st_random_forest": "one random forest per output (binary relevance), thesis ch.6",
     "compressed_extra_trees": "l1-compressed extra-trees (rET), thesis ch.7",
-    "deep_tree_ensemble": "deep tree-ensembles with tree embeddings, DTE paper",
-    "dte_competitor": "a competitor of the DTE paper (MLP, ERC, DSTARS, ML-kNN, RAkEL, ECC, MLDF)",
+    "dte_dstars": "DSTARS, the DTE paper's regression competitor: no installable implementation exists and it has "
+                  "not been rebuilt from its paper",
 }.items():
     plan_method(_name, _why)

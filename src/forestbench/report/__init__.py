@@ -19,6 +19,8 @@ Report kinds (``experiments.<E>.reports`` entries; the registry is ``REPORT_KIND
 - ``timing``: ``x``, ``time`` (``fit_wall_s`` | ``fit_cpu_s`` | ``predict_wall_s`` | ``predict_cpu_s``), ``hue``;
   log time axis (log x when numeric and spanning more than a decade).
 - ``convergence``: ``metric``, ``hue`` (``variant``); staged rows (``step`` set) against the step.
+- ``layers``: ``metric``; a cascade's per-layer training scores (``extra.train_layer_<L>``) beside its staged
+  test scores, and the mean selected layer count (``extra.n_layers``).
 
 ``experiments.<E>.reference`` is one mapping or a list of them: ``table`` (stem of a CSV in config/reference),
 ``metric``, ``methods`` (our variant -> reference method_id), optional ``datasets`` (our dataset -> reference
