@@ -493,8 +493,8 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
             "n_layers_built": int(self.n_layers_built_),
             "layer_metric": self.layer_metric_,
             "layer_scores": [float(s) for s in self.layer_scores_],
-            "pca_fraction": self.pca_fraction_ if self.pca_fraction_ is None or isinstance(self.pca_fraction_, int)
-            else float(self.pca_fraction_),
+            "pca_fraction": None if self.pca_fraction_ is None else (
+                int(self.pca_fraction_) if isinstance(self.pca_fraction_, numbers.Integral) else float(self.pca_fraction_)),
             "fit_seconds_split": {k: round(v, 4) for k, v in totals.items()},
             # one scalar per layer, so that the tidy scores table gets an extra.train_layer_<L> column
             **{f"train_layer_{i}": float(s) for i, s in enumerate(self.layer_scores_, start=1)},
