@@ -10,6 +10,17 @@ both alike; the median over ``--repeats`` runs is reported. Cases (issue 4):
 * sparse 0/1 labels, n=10000, p=100, d=1000, ~10 labels per row,
   max_depth=10: ours on the CSR label matrix, scikit-learn on the dense one.
 
+Small trees (the boosting / deep-ensemble case): a stump (max_depth=1) on
+300 x 5 float64 data through the public API, constructor + ``fit`` and
+``predict`` of the 300 rows, each call timed alone, ours and scikit-learn
+alternating by blocks of 50 calls (each warm, as in a boosting loop);
+medians over the calls of a repeat (``--small-calls`` per repeat), then the
+median over repeats, and the median of the per-repeat ratios. Goals are
+absolute: fit <= 80 us, predict <= 30 us. Also timed (no goal): the
+ensembles' path, a stump grown on inputs validated once beforehand (ours:
+``_fit_validated``; scikit-learn's forests: ``fit(check_input=False)``).
+``--small-only`` runs just this.
+
 Also reported: model bytes of a fully grown tree on the sparse-label case. Ours
 is measured; scikit-learn's is its node array plus its dense (node x output)
 value array for the same node count (fitting scikit-learn's fully grown tree
@@ -20,7 +31,9 @@ Writes ``<out>/bench_tree_times.csv`` (every run), ``bench_tree_summary.csv``
 (medians, ratio of the medians = the goal metric, and the median of the
 per-repeat ratios as a load-robust cross-check), ``bench_tree_model_bytes.csv``
 and ``bench_tree.png``; prints the ratio table.
-Usage: python benchmarks/bench_tree.py [--repeats 5] [--out benchmarks/out] [--quick]
+Writes ``bench_tree_small_summary.csv`` / ``bench_tree_small_times.csv`` for the small trees.
+Usage: python benchmarks/bench_tree.py [--repeats 5] [--out benchmarks/out] [--quick] [--small-only]
+       [--small-calls 2000]
 """
 from __future__ import annotations
 
@@ -113,14 +126,100 @@ def model_bytes(X, Ys, Yd):
                 sklearn_formula_checked=bool(ok))
 
 
+SMALL_GOALS_US = {"fit": 80.0, "predict": 30.0}
+
+
+def small_trees(repeats, calls, block=50, seed=0):
+    """Stump fit / predict times (seconds per call) through the public API, ours and scikit-learn interleaved."""
+    rng = np.random.RandomState(seed)
+    X = rng.rand(300, 5)
+    y = X[:, 0] + 0.5 * X[:, 1] + 0.1 * rng.randn(300)
+    impls = {"ours": DecisionTreeRegressor, "sklearn": SkTree}
+    fitted = {k: cls(max_depth=1, random_state=0).fit(X, y) for k, cls in impls.items()}
+    # same stump (a sanity check, not a timing)
+    assert fitted["ours"].tree_.feature[0] == fitted["sklearn"].tree_.feature[0]
+    np.testing.assert_allclose(fitted["ours"].predict(X), fitted["sklearn"].predict(X), atol=1e-12)
+    # the ensembles' path: inputs validated once beforehand (ours: _fit_validated; scikit-learn's forests:
+    # fit(check_input=False) on float32 X)
+    from forestbench.tree._classes import validate_fit_data
+
+    Xv, Yv, _, _, _ = validate_fit_data(DecisionTreeRegressor(), X, y)
+    X32 = np.asarray(X, dtype=np.float32)
+    clock = time.perf_counter
+    rows = []
+    for r in range(repeats):
+        for op in ("fit", "ensemble_fit", "predict"):
+            times = {"ours": [], "sklearn": []}
+            for b in range(max(1, calls // block)):
+                # blocks of `block` calls, alternating which library goes first: both meet the same load, and
+                # each runs warm, as in a boosting loop (call-by-call alternation would time scikit-learn's
+                # cache footprint on our calls)
+                order = ["ours", "sklearn"] if (r + b) % 2 == 0 else ["sklearn", "ours"]
+                for impl in order:
+                    cls, est = impls[impl], fitted[impl]
+                    out = times[impl]
+                    for _ in range(block):
+                        if op == "fit":
+                            t0 = clock()
+                            cls(max_depth=1, random_state=0).fit(X, y)
+                        elif op == "ensemble_fit" and impl == "ours":
+                            t0 = clock()
+                            cls(max_depth=1, random_state=0)._fit_validated(Xv, Yv)
+                        elif op == "ensemble_fit":
+                            t0 = clock()
+                            cls(max_depth=1, random_state=0).fit(X32, y, check_input=False)
+                        else:
+                            t0 = clock()
+                            est.predict(X)
+                        out.append(clock() - t0)
+            for impl in order:
+                rows.append(dict(op=op, impl=impl, repeat=r, median_s=float(np.median(times[impl])),
+                                 calls=len(times[impl])))
+            print(f"[{r}] stump {op:<12} ours {np.median(times['ours']) * 1e6:7.1f} us   "
+                  f"sklearn {np.median(times['sklearn']) * 1e6:7.1f} us", flush=True)
+    times = pd.DataFrame(rows)
+    per = times.pivot_table(index=["op", "repeat"], columns="impl", values="median_s")
+    summary = []
+    labels = {"fit": "stump fit n=300 p=5 (public API)", "predict": "stump predict 300 rows (public API)",
+              "ensemble_fit": "stump fit n=300 p=5 (ensemble path, validated once)"}
+    for op in ("fit", "ensemble_fit", "predict"):
+        part = per.loc[op]
+        ours_us = float(part["ours"].median() * 1e6)
+        goal = SMALL_GOALS_US.get(op, float("nan"))
+        summary.append(dict(case=labels[op], ours_median_us=ours_us,
+                            sklearn_median_us=float(part["sklearn"].median() * 1e6),
+                            ratio=float(part["ours"].median() / part["sklearn"].median()),
+                            paired_ratio_median=float((part["ours"] / part["sklearn"]).median()),
+                            goal_us=goal, meets_goal=bool(ours_us <= goal) if goal == goal else None,
+                            repeats=repeats, calls_per_repeat=calls))
+    return times, pd.DataFrame(summary)
+
+
+def _write_csv(path, df):
+    buf = io.StringIO()
+    df.to_csv(buf, index=False)
+    write_text(path, buf.getvalue())
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=str(Path(__file__).parent / "out"))
     ap.add_argument("--quick", action="store_true", help="10x smaller data (smoke test)")
+    ap.add_argument("--small-only", action="store_true", help="only the small trees (stump) case")
+    ap.add_argument("--small-calls", type=int, default=2000, help="timed calls per repeat for the stump case")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+
+    small_times, small = small_trees(args.repeats, args.small_calls // (10 if args.quick else 1))
+    _write_csv(out / "bench_tree_small_times.csv", small_times)
+    _write_csv(out / "bench_tree_small_summary.csv", small)
+    print()
+    print(small[["case", "ours_median_us", "sklearn_median_us", "ratio", "paired_ratio_median", "goal_us",
+                 "meets_goal"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if args.small_only:
+        return
 
     cases, label_data = build_cases(args.quick)
     rows = []

@@ -79,7 +79,7 @@ def selection_rows(record: dict) -> list[dict]:
         params = dict(cand["params"])
         if sel.get("staged") and cand.get("best_stage") is not None:
             params[sel["staged"]] = cand["best_stage"]
-        row = {**base, "candidate": i, "params": json.dumps(cand["params"], sort_keys=True),
+        row = {**base, "candidate": i, "params": json.dumps(params, sort_keys=True),
                "selected": json.dumps(params, sort_keys=True) == best}
         rows.append({**row, "stage": None, "score": cand["score"]})
         for stage, value in (cand.get("curve") or {}).items():

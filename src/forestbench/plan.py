@@ -38,12 +38,30 @@ DEFAULT_BASE = "config/config.yaml"
 RULES = ("fetch", "prepare", "split", "budget", "tune", "select", "fit", "collect", "report_experiment", "report_index")
 
 
-def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE) -> tuple[dict, str]:
-    """The configuration Snakemake would run with: the ``configfiles`` merged in order, else ``base`` alone."""
+def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE,
+                overrides: dict | None = None) -> tuple[dict, str]:
+    """The configuration Snakemake would run with: the ``configfiles`` merged in order, else ``base`` alone, then
+    the ``--config`` overrides."""
     from forestbench.experiments import load_config as merged
 
     files = [Path(f) for f in configfiles] or ([Path(base)] if base else [])
-    return merged(files)
+    return merged(files, overrides)
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """``--config`` items as Snakemake reads them: ``KEY=VALUE``, the value parsed as YAML."""
+    import yaml
+
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise DataError(f"--config {item!r}: expected KEY=VALUE, e.g. 'select={{available: true}}'")
+        try:
+            out[key] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise DataError(f"--config {item!r}: the value is not valid YAML ({exc})") from None
+    return out
 
 
 @dataclass
@@ -263,7 +281,7 @@ def _run(args) -> int:
     from forestbench.experiments import Plan
 
     configfiles = [f for group in args.configfile for f in group]
-    config, source = load_config(configfiles, args.base)
+    config, source = load_config(configfiles, args.base, parse_overrides([c for g in args.config for c in g]))
     plan = Plan(config, source=source)
     report = make_plan(plan, results=args.results, chunk=args.chunk)
     if args.json:
@@ -281,6 +299,8 @@ def register(subparsers) -> None:
                    help="configuration file(s), as given to `snakemake --configfile` (they replace --base)")
     p.add_argument("--base", default=DEFAULT_BASE,
                    help=f"the Snakefile's default configuration, planned without --configfile (default {DEFAULT_BASE})")
+    p.add_argument("--config", action="append", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="override configuration keys as `snakemake --config` does, e.g. 'select={available: true}'")
     p.add_argument("--results", default="results", help="where earlier run records are (results/runs/...)")
     p.add_argument("--chunk", type=int, default=1, help="fits per SLURM job (the profile's group-components fit=N)")
     p.add_argument("--target-minutes", type=float, default=30.0, help="SLURM job length the chunk suggestion aims at")

@@ -4,9 +4,10 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.metrics import label_ranking_average_precision_score
+from sklearn.utils._param_validation import InvalidParameterError
 
 from forestbench.ensemble import ExtraTreesRegressor, RandomForestRegressor, _forest
-from forestbench.projections import PROJECTION_KINDS, ParameterError, make_projection, project_outputs
+from forestbench.projections import PROJECTION_KINDS, make_projection, project_outputs
 
 from .conftest import leaf_means
 
@@ -181,8 +182,8 @@ def test_attributes_and_sizes(tree_class, multilabel):
     assert f.projection_ is None and f.tree_projection(0).shape == (2, 9)
     assert f.projection_time_ >= 0
     assert f.apply(Xt).shape == (len(Xt), 3)
-    full = clone(f).set_params(leaf_labels="full").fit(X, Y)
-    assert full.model_bytes_ > sum(t.model_bytes_ for t in full.estimators_)
+    full = clone(f).set_params(leaf_labels="full").fit(X, Y)  # relabelled in place: no extra storage
+    assert full.model_bytes_ == sum(t.model_bytes_ for t in full.estimators_)
     assert clone(f).get_params()["output_projection"] == "gaussian"
 
 
@@ -195,20 +196,43 @@ def test_one_d_target(tree_class, multilabel):
 @pytest.mark.parametrize(
     "params, match",
     [({"projection_sharing": "both"}, "projection_sharing"), ({"leaf_labels": "oob"}, "leaf_labels"),
-     ({"output_projection": "fourier"}, "unknown output_projection"), ({"n_estimators": 0}, "n_estimators"),
+     ({"output_projection": "fourier"}, "output_projection"), ({"n_estimators": 0}, "n_estimators"),
+     ({"n_estimators": -5}, "n_estimators"), ({"n_estimators": "five"}, "n_estimators"),
+     ({"max_features": 0}, "max_features"), ({"max_features": "sqrtt"}, "max_features"),
+     ({"max_features": 1.5}, "max_features"), ({"min_samples_leaf": 0}, "min_samples_leaf"),
+     ({"bootstrap": "yes"}, "bootstrap"), ({"projection_params": 3}, "projection_params"),
      ({"output_projection": "gaussian", "n_components": 0}, "n_components"),
-     ({"output_projection": np.ones((2, 3))}, "shape"), ({"random_state": -1}, "random_state")],
+     ({"output_projection": "gaussian", "n_components": "ln"}, "n_components"),
+     ({"random_state": -1}, "random_state")],
 )
-def test_bad_parameters(params, match, tree_class, multilabel):
+def test_bad_parameters_are_named_by_scikit_learn_validation(params, match, tree_class, multilabel):
     X, Y, _, _ = multilabel
     params = {"n_estimators": 2, **params}  # never mutate the shared parametrize dict
-    with pytest.raises(ParameterError, match=match):
-        RandomForestRegressor(**params).fit(X, Y)
+    for Forest in FORESTS:
+        est = Forest(**params)
+        with pytest.raises(InvalidParameterError, match=f"'{match}' parameter of {Forest.__name__}"):
+            est._validate_params()  # what the workflow runs before any job, without data
+        with pytest.raises(InvalidParameterError, match=f"'{match}' parameter of {Forest.__name__}"):
+            est.fit(X, Y)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [({"output_projection": np.ones((2, 3))}, "output_projection matrix has shape"),
+     ({"output_projection": "pca", "n_components": 20}, "at most d=9"),
+     ({"max_features": 13}, "max_features=13")],
+)
+def test_data_dependent_parameter_errors_at_fit(params, match, tree_class, multilabel):
+    X, Y, _, _ = multilabel
+    est = RandomForestRegressor(n_estimators=2, **params)
+    est._validate_params()  # valid without the data
+    with pytest.raises(ValueError, match=match):
+        est.fit(X, Y)
 
 
 def test_bad_shapes(tree_class, multilabel):
     X, Y, Xt, _ = multilabel
-    with pytest.raises(ParameterError, match="rows"):
+    with pytest.raises(ValueError, match=r"y has shape \(239, 9\): 239 rows, but X has 240 rows"):
         RandomForestRegressor(n_estimators=2).fit(X, Y[:-1])
     f = RandomForestRegressor(n_estimators=2, random_state=0).fit(X, Y)
     with pytest.raises(ValueError, match="features"):

@@ -54,8 +54,9 @@ def test_every_method_builds_a_valid_forest(experiments):
         for method in exp["methods"]:
             for name, params in _expand(method):
                 est = METHODS[method["method"]](random_state=0, **params)
+                est._validate_params()  # scikit-learn's parameter constraints
                 for ds in exp["datasets"]:
-                    kind, q = est._validate_params(d_of.get(ds, 14))
+                    kind, q = est._resolve_projection(d_of.get(ds, 14))
                     if params.get("output_projection") is None:
                         assert kind is None
                     else:

@@ -3,12 +3,12 @@
 For each status command the plugin knows (sacct, which needs slurmdbd, and squeue), in a fresh copy of the workflow
 with the tiny configuration ``tiny.yaml`` and the repository's ``workflow/profiles/slurm`` profile:
 
-1. every fit job fails on its first attempt (fault injection ``FORESTBENCH_FAIL_ATTEMPTS=1``, honoured by the fit
-   command) and is resubmitted by ``--retries`` with twice the memory and time: the second ``sbatch`` asks for
+1. every fit job fails on its first attempt (fault injection by the test plugin ``fault_methods.py``, switched on
+   by ``FORESTBENCH_TEST_FAULT_DIR``) and is resubmitted by ``--retries`` with twice the memory and time: the second ``sbatch`` asks for
    them, the run records say attempt 2 with the doubled request, and carry the SLURM job id and node. The two
    fits are bundled into one SLURM job (``--group-components fit_{experiment}=2``). The run ends with the scores table and
    the experiment's report.
-2. a deliberately broken variant (scikit-learn rejects ``n_estimators=0``) fails on SLURM, and Snakemake reports
+2. a deliberately broken variant (the plugin's ``always_fails``) fails on SLURM, and Snakemake reports
    it and exits non-zero instead of hanging.
 
 A third test submits the fits as a SLURM job array with ``workflow/profiles/slurm-array``.
@@ -50,17 +50,20 @@ def _copy_workflow(dest: Path) -> Path:
     shutil.copytree(REPO / "envs", dest / "envs")  # named by the rules' conda: directives
     shutil.copytree(REPO / "config", dest / "config")
     shutil.copy(HERE / "tiny.yaml", dest / "config" / "config.yaml")
+    shutil.copy(HERE / "fault_methods.py", dest / "fault_methods.py")
     return dest
 
 
-def _env(**extra) -> dict:
+def _env(workdir: Path, **extra) -> dict:
     env = dict(os.environ)
+    # the fault-injection plugin lives next to the copied workflow (jobs inherit PYTHONPATH: --export=ALL)
+    env["PYTHONPATH"] = f"{workdir}{os.pathsep}{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(workdir)
     # the jobs run the workflow's commands with this interpreter: put its bin directory first on PATH (the plugin
     # submits with --export=ALL, so the job sees the same PATH)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     for name in [k for k in env if k.startswith("SLURM_") or k.startswith("SBATCH_")]:
         del env[name]
-    env.pop("FORESTBENCH_FAIL_ATTEMPTS", None)
+    env.pop("FORESTBENCH_TEST_FAULT_DIR", None)
     env.update(extra)
     return env
 
@@ -153,7 +156,7 @@ def test_workflow_on_slurm_retries_and_failures(tmp_path, slurm_cluster, status_
     rc, text, seconds = _snakemake(
         workdir,
         ["results/slurm_ok/report/manifest.json", *base, "--retries", "1", "--group-components", "fit_{experiment}=2"],
-        _env(FORESTBENCH_FAIL_ATTEMPTS="1"),
+        _env(workdir, FORESTBENCH_TEST_FAULT_DIR=str(tmp_path / "faults")),
     )
     assert rc is not None, f"snakemake hung ({status_command}); log tail:\n{text[-4000:]}"
     assert rc == 0, f"snakemake failed ({status_command}), rc {rc}:\n{text[-6000:]}"
@@ -192,7 +195,7 @@ def test_workflow_on_slurm_retries_and_failures(tmp_path, slurm_cluster, status_
 
     # 2. a broken job is reported as failed, and the run ends --------------------------------------------------
     target = "results/runs/slurm_broken/linnerud/broken/repeat-0.json"
-    rc, text, seconds = _snakemake(workdir, [target, *base, "--retries", "0"], _env())
+    rc, text, seconds = _snakemake(workdir, [target, *base, "--retries", "0"], _env(workdir))
     assert rc is not None, f"snakemake hung on a failing job ({status_command}); log tail:\n{text[-4000:]}"
     assert rc != 0
     ids = SUBMITTED.findall(text)
@@ -204,7 +207,7 @@ def test_workflow_on_slurm_retries_and_failures(tmp_path, slurm_cluster, status_
     assert _slurm_state(ids[0]) == "FAILED"
     assert not (workdir / target).exists()
     log = (workdir / "results/logs/fit/slurm_broken/linnerud/broken/repeat-0.log").read_text()
-    assert "n_estimators" in log
+    assert "always_fails: this method fails every fit" in log
 
 
 def test_fit_as_slurm_array(tmp_path, slurm_cluster):
@@ -212,7 +215,7 @@ def test_fit_as_slurm_array(tmp_path, slurm_cluster):
     status = "sacct" if slurm_cluster["sacct"] else "squeue"
     args = _slurm_args(slurm_cluster, status)
     args[args.index("workflow/profiles/slurm")] = "workflow/profiles/slurm-array"
-    rc, text, _ = _snakemake(workdir, ["results/slurm_ok/scores.csv", *args], _env())
+    rc, text, _ = _snakemake(workdir, ["results/slurm_ok/scores.csv", *args], _env(workdir))
     assert rc == 0, f"snakemake failed, rc {rc}:\n{text[-6000:]}"
     fit_calls = _fit_sbatch_calls(text)
     assert len(fit_calls) == 1 and "--array" in fit_calls[0], fit_calls

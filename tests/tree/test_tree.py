@@ -222,10 +222,11 @@ def test_sparse_leaf_values_memory():
 # --------------------------------------------------------------------------- weights
 @pytest.mark.parametrize("splitter", ["best", "random"])
 def test_integer_weights_equal_duplication(splitter):
+    """weighted_counts=True: the min_samples_* rules compare with weight sums, so integer weights are duplicates."""
     X, y = _data(n=300, d=2, seed=4)
     w = np.random.RandomState(1).randint(0, 4, size=X.shape[0])
     kw = dict(splitter=splitter, min_samples_leaf=20, min_samples_split=45, random_state=0)
-    weighted = DecisionTreeRegressor(**kw).fit(X, y, sample_weight=w)
+    weighted = DecisionTreeRegressor(weighted_counts=True, **kw).fit(X, y, sample_weight=w)
     dup = DecisionTreeRegressor(**kw).fit(np.repeat(X, w, axis=0), np.repeat(y, w, axis=0))
     assert weighted.tree_.node_count > 7
     assert_same_tree(weighted, dup, value_atol=1e-10)

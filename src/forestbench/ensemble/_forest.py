@@ -4,15 +4,20 @@ Joly, Geurts & Wehenkel (ECML-PKDD 2014) / Joly's thesis ch. 5. Every tree choos
 outputs ``Z = Y Φᵀ`` (the kernel's ``split_targets``) while its leaves hold means of the original outputs ``Y``; the
 prediction is the average of the trees' leaf means, so there is no decoding step.
 
-Choices where the sources are ambiguous (see the spec's list of ambiguities):
+Choices where the sources are ambiguous:
 
-- **Leaf labels (A1).** ``leaf_labels="inbag"`` (default) labels a leaf with the bootstrap-weighted mean of the
+- **Leaf labels.** ``leaf_labels="inbag"`` (default) labels a leaf with the bootstrap-weighted mean of the
   in-bag samples that grew it, as the authors' reference code and a standard forest do. ``"full"`` follows the
   pseudo-code literally: after growing the tree on its bootstrap sample, every leaf is relabelled with the mean of
-  ``Y`` over *all* learning samples (in-bag and out-of-bag) that fall into it, found with ``apply``. A leaf always
-  holds at least the in-bag samples that created it, so it is never empty. Without bootstrap both coincide.
+  ``Y`` over *all* learning samples (in-bag and out-of-bag) that fall into it, found with ``apply`` and written
+  into the tree with ``Tree.set_leaf_values``. A leaf always holds at least the in-bag samples that created it, so
+  it is never empty. Without bootstrap both coincide.
 - **Projection then bootstrap.** ``Z`` is computed on all ``n`` learning rows and the bootstrap enters through
-  integer ``sample_weight`` counts, as in the reference implementation.
+  integer counts multiplied into the trees' ``sample_weight``, as in the reference implementation.
+- **Sample weights** follow scikit-learn: a tree's weights (bootstrap counts x ``sample_weight``) enter the
+  impurities and the leaf values, while ``min_samples_split`` / ``min_samples_leaf`` count the distinct rows with a
+  non-zero weight (so a row drawn twice counts once, as in scikit-learn's forests, and normalised weights that sum
+  to 1 grow full trees).
 - **Sharing.** ``projection_sharing="per_tree"`` is Algorithm 5.2 (a fresh ``Φ`` per tree; the paper's choice for
   every experiment but Fig. 5.1); ``"shared"`` is Algorithm 5.1 (one ``Φ`` for the forest). ``"pca"`` is
   deterministic (fitted once on the learning-set outputs), so it is computed once and shared in both modes.
@@ -32,37 +37,34 @@ sparse families keep ``Z`` sparse when it is sparse enough (:func:`forestbench.p
 from __future__ import annotations
 
 import math
-import numbers
 import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from forestbench.projections import (
+    _NAMED_COMPONENTS,
     PROJECTION_KINDS,
     ParameterError,
     make_projection,
     project_outputs,
     resolve_n_components,
 )
+from forestbench.tree import DecisionTreeRegressor
+from forestbench.tree._classes import TREE_PARAMETER_CONSTRAINTS, check_X, check_targets, validate_fit_data
 
 __all__ = ["RandomForestRegressor", "ExtraTreesRegressor"]
 
 _SHARING = ("per_tree", "shared")
 _LEAF_LABELS = ("inbag", "full")
 _PREDICT_BLOCK = 2048  # test rows per prediction task
-
-
-def _tree_class():
-    """The tree kernel (issue 4). Looked up at fit time so tests of the forest logic can substitute it."""
-    from forestbench.tree import DecisionTreeRegressor
-
-    return DecisionTreeRegressor
 
 
 def _n_threads(n_jobs, n_tasks):
@@ -92,10 +94,7 @@ def _seed_sequence(random_state):
         return np.random.SeedSequence(int(random_state.randint(0, 2**31 - 1)))
     if isinstance(random_state, np.random.Generator):
         return np.random.SeedSequence(int(random_state.integers(0, 2**63 - 1)))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) and random_state >= 0:
-        return np.random.SeedSequence(int(random_state))
-    raise ParameterError(f"random_state must be None, a non-negative int, a RandomState or a Generator, "
-                         f"got {random_state!r}")
+    return np.random.SeedSequence(int(random_state))  # a non-negative int (checked by the constraints)
 
 
 class _TreeStreams:
@@ -115,23 +114,29 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
 
     _splitter = "best"
 
+    _parameter_constraints = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        **{k: v for k, v in TREE_PARAMETER_CONSTRAINTS.items()
+           if k not in ("splitter", "min_impurity_decrease", "random_state")},
+        "bootstrap": ["boolean"],
+        "output_projection": [None, StrOptions(set(PROJECTION_KINDS)), "array-like", "sparse matrix"],
+        "n_components": [Interval(Integral, 1, None, closed="left"),
+                         Interval(RealNotInt, 0.0, 1.0, closed="right"), StrOptions(set(_NAMED_COMPONENTS))],
+        "projection_sharing": [StrOptions(set(_SHARING))],
+        "leaf_labels": [StrOptions(set(_LEAF_LABELS))],
+        "projection_params": [dict, None],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
+    }
+
     # ------------------------------------------------------------------------------------------------ validation
-    def _validate_params(self, n_outputs):
-        if (not isinstance(self.n_estimators, numbers.Integral) or isinstance(self.n_estimators, bool)
-                or self.n_estimators < 1):
-            raise ParameterError(f"n_estimators must be a positive int, got {self.n_estimators!r}")
-        if self.projection_sharing not in _SHARING:
-            raise ParameterError(f"projection_sharing must be one of {list(_SHARING)}, "
-                                 f"got {self.projection_sharing!r}")
-        if self.leaf_labels not in _LEAF_LABELS:
-            raise ParameterError(f"leaf_labels must be one of {list(_LEAF_LABELS)}, got {self.leaf_labels!r}")
+    def _resolve_projection(self, n_outputs):
+        """``(kind, q)`` for ``n_outputs`` outputs: the checks of the projection parameters that need the data
+        (the others are the ``_parameter_constraints``). ``kind`` is None, a family name or the fixed matrix."""
         proj = self.output_projection
         if proj is None:
             return None, None
         if isinstance(proj, str):
-            if proj not in PROJECTION_KINDS:
-                raise ParameterError(f"unknown output_projection {proj!r}; choose None, a (q, d) matrix or one of "
-                                     f"{list(PROJECTION_KINDS)}")
             return proj, resolve_n_components(self.n_components, n_outputs)
         # an explicit, fixed matrix: used by every tree
         phi = sp.csr_matrix(proj, dtype=np.float64) if sp.issparse(proj) else np.asarray(proj, dtype=np.float64)
@@ -140,51 +145,28 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
                                  f"for Y with {n_outputs} outputs")
         return phi, phi.shape[0]
 
-    def _check_xy(self, X, Y, sample_weight):
-        if Y is None:
-            raise ParameterError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        # the kernel grows on float32 inputs: convert once here rather than once per tree (CSC for sparse X)
-        X = validate_data(self, X, reset=True, dtype=np.float32, accept_sparse=["csc", "csr", "coo"],
-                          ensure_min_samples=1)
-        if sp.issparse(X):
-            X = sp.csc_matrix(X)
-        elif not (X.flags.c_contiguous or X.flags.f_contiguous):
-            X = np.ascontiguousarray(X)
-        if sp.issparse(Y):
-            Y = sp.csr_matrix(Y, dtype=np.float64)
-            Y.sum_duplicates()
-            Y.sort_indices()
-            one_d = False
-        else:
-            Y = np.asarray(Y, dtype=np.float64)
-            one_d = Y.ndim == 1
-            if one_d:
-                Y = Y.reshape(-1, 1)
-            if Y.ndim != 2:
-                raise ParameterError(f"Y must be 1-D or 2-D, got shape {Y.shape}")
-            Y = np.ascontiguousarray(Y)
-            if not np.all(np.isfinite(Y)):
-                raise ParameterError("Y contains NaN or infinite values")
-        if X.shape[0] != Y.shape[0]:
-            raise ParameterError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-        if X.shape[0] < 1:
-            raise ParameterError("cannot fit a forest on 0 samples")
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=np.float64)
-            if sample_weight.shape != (X.shape[0],):
-                raise ParameterError(f"sample_weight has shape {sample_weight.shape}, expected ({X.shape[0]},)")
-            if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
-                raise ParameterError("sample_weight must be finite and non-negative")
-        return X, Y, one_d, sample_weight
-
     # ------------------------------------------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
-        """Grow the forest on inputs ``X`` (n, p) and outputs ``y`` (n, d) or (n,), dense or sparse CSR (e.g. a
-        label matrix)."""
-        X, Y, one_d, sample_weight = self._check_xy(X, y, sample_weight)
+        """Grow the forest on inputs ``X`` (n, p) and outputs ``y`` (n, d) or (n,), dense or sparse (e.g. a
+        label matrix).
+
+        ``sample_weight`` follows scikit-learn: each tree is grown with the weights ``bootstrap counts x
+        sample_weight`` (``sample_weight`` alone without bootstrap), which enter the impurities and the leaf
+        values, while ``min_samples_split`` / ``min_samples_leaf`` count the rows with a non-zero weight. So
+        normalised weights are fine and scaling every weight by a constant grows the same forest."""
+        # X, y and the weights are checked once here, never again per tree
+        X, Y, _, sample_weight, one_d = validate_fit_data(self, X, y, sample_weight)
         n, d = Y.shape
-        kind, q = self._validate_params(d)
-        tree_cls = _tree_class()
+        kind, q = self._resolve_projection(d)
+        if isinstance(self.max_features, Integral) and self.max_features > X.shape[1]:
+            raise ValueError(f"max_features={self.max_features} must be in [1, n_features={X.shape[1]}]")
+        tree_cls = DecisionTreeRegressor  # a module attribute, looked up at fit time
+        tree_params = dict(splitter=self._splitter, max_features=self.max_features, max_depth=self.max_depth,
+                           min_samples_split=self.min_samples_split, min_samples_leaf=self.min_samples_leaf,
+                           max_leaf_nodes=self.max_leaf_nodes, weighted_counts=False)
+        full_labels = self.leaf_labels == "full" and self.bootstrap
+        X_apply = _for_apply(X) if full_labels else None
 
         root = _seed_sequence(self.random_state)
         shared_seq, *tree_seqs = root.spawn(1 + self.n_estimators)
@@ -202,7 +184,7 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         shared_Z = None
         if shared_phi is not None:
             t0 = time.perf_counter()
-            shared_Z = project_outputs(Y, shared_phi)
+            shared_Z = check_targets(project_outputs(Y, shared_phi), n, name="projected outputs")[0]
             shared_time += time.perf_counter() - t0
 
         def grow(i):
@@ -214,31 +196,18 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
                 Z = shared_Z
             else:
                 phi = make_projection(kind, q, d, random_state=st.projection, Y=Y, **options)
-                Z = project_outputs(Y, phi)
+                Z = check_targets(project_outputs(Y, phi), n, name="projected outputs")[0]
             proj_time = time.perf_counter() - t0
             weight = self._tree_weights(n, st, sample_weight)
-            tree = tree_cls(
-                splitter=self._splitter,
-                max_features=self.max_features,
-                max_depth=self.max_depth,
-                min_samples_split=self.min_samples_split,
-                min_samples_leaf=self.min_samples_leaf,
-                max_leaf_nodes=self.max_leaf_nodes,
-                random_state=st.tree_seed,
-            )
-            if Z is None:
-                tree.fit(X, Y, sample_weight=weight)
-            else:
-                tree.fit(X, Y, sample_weight=weight, split_targets=Z)
-            relabel = None
-            if self.leaf_labels == "full" and self.bootstrap:
-                relabel = _full_set_leaf_values(tree, X, Y, sample_weight)
-            return tree, relabel, proj_time
+            tree = tree_cls(random_state=st.tree_seed, **tree_params)
+            tree._fit_validated(X, Y, Z, weight, y_one_d=one_d)
+            if full_labels:
+                _full_set_leaf_values(tree, X_apply, Y, sample_weight)
+            return tree, proj_time
 
         results = _map(grow, range(self.n_estimators), _n_threads(self.n_jobs, self.n_estimators))
         self.estimators_ = [r[0] for r in results]
-        self.leaf_values_ = [r[1] for r in results] if self.leaf_labels == "full" and self.bootstrap else None
-        self.projection_time_ = shared_time + sum(r[2] for r in results)
+        self.projection_time_ = shared_time + sum(r[1] for r in results)
         self.projection_ = shared_phi
         self._streams = streams
         self._projection_kind = kind
@@ -277,19 +246,18 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
         return tags
 
     def _tree_predict(self, i, X):
-        if self.leaf_values_ is None:
-            return self.estimators_[i].predict(X)
-        leaf_ids, values = self.leaf_values_[i]
-        rows = np.searchsorted(leaf_ids, self.estimators_[i].apply(X))
-        block = values[rows]
-        return block.toarray() if sp.issparse(block) else block
+        """Tree ``i``'s dense ``(n, d)`` prediction on ``X`` already validated by :meth:`_check_X_predict`."""
+        return self.estimators_[i].tree_.predict(X)
+
+    def _check_X_predict(self, X):
+        """float32 dense C/Fortran or canonical CSR ``X``, checked once for all the trees."""
+        self._check_fitted()
+        return check_X(self, X, reset=False, for_fit=False)
 
     def predict(self, X):
         """Average of the trees' leaf means of the original outputs: an (n, d) float64 array ((n,) if fitted on a
         1-D ``y``). The sum runs over the trees in a fixed order, so the result does not depend on ``n_jobs``."""
-        self._check_fitted()
-        X = validate_data(self, X, reset=False, dtype=np.float32, accept_sparse=["csr", "csc", "coo"])
-        X = sp.csr_matrix(X) if sp.issparse(X) else np.ascontiguousarray(X)
+        X = self._check_X_predict(X)
         n = X.shape[0]
         out = np.zeros((n, self.n_outputs_), dtype=np.float64)
         blocks = [(s, min(s + _PREDICT_BLOCK, n)) for s in range(0, n, _PREDICT_BLOCK)]
@@ -307,8 +275,8 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
 
     def apply(self, X):
         """Leaf index of every sample in every tree, shape (n, n_estimators)."""
-        self._check_fitted()
-        return np.column_stack([t.apply(X) for t in self.estimators_])
+        X = self._check_X_predict(X)
+        return np.column_stack([t.tree_.apply(X) for t in self.estimators_])
 
     # ----------------------------------------------------------------------------------------------- model size
     @property
@@ -319,24 +287,24 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
 
     @property
     def model_bytes_(self):
-        """Bytes of the fitted model: the trees' own storage plus, with ``leaf_labels="full"``, the relabelled
-        leaf tables."""
+        """Bytes of the fitted model: the trees' own storage (``leaf_labels="full"`` relabels the trees' leaf
+        stores in place, so it costs nothing extra)."""
         self._check_fitted()
-        total = sum(int(t.model_bytes_) for t in self.estimators_)
-        for entry in self.leaf_values_ or ():
-            leaf_ids, values = entry
-            total += leaf_ids.nbytes
-            total += (values.data.nbytes + values.indices.nbytes + values.indptr.nbytes) if sp.issparse(values) \
-                else values.nbytes
-        return total
+        return int(sum(int(t.model_bytes_) for t in self.estimators_))
+
+
+def _for_apply(X):
+    """``X`` (validated for fitting) in a layout ``Tree.apply`` reads without a copy: CSR for sparse data."""
+    return sp.csr_array(X) if sp.issparse(X) else X
 
 
 def _full_set_leaf_values(tree, X, Y, sample_weight):
-    """Leaf means of ``Y`` over the whole learning set (in-bag and out-of-bag rows), from ``tree.apply``.
+    """Relabel every leaf of ``tree`` with the mean of ``Y`` over the whole learning set (in-bag and out-of-bag
+    rows, weighted by ``sample_weight``), through the tree's one relabelling hook ``Tree.set_leaf_values``.
 
-    Returns ``(leaf_ids, values)``: the sorted leaf ids reached by the learning set and their ``(n_leaves, d)``
-    means (CSR when ``Y`` is sparse, dense otherwise)."""
-    leaves = np.asarray(tree.apply(X))
+    ``X`` is the learning set as ``Tree.apply`` takes it (dense float32 or CSR). Every leaf holds the in-bag rows
+    that created it (rows with a positive weight), so every leaf gets a value."""
+    leaves = np.asarray(tree.tree_.apply(X))
     leaf_ids, inverse = np.unique(leaves, return_inverse=True)
     n = leaves.shape[0]
     w = np.ones(n) if sample_weight is None else sample_weight
@@ -346,13 +314,11 @@ def _full_set_leaf_values(tree, X, Y, sample_weight):
         raise ParameterError("a leaf has no positive sample weight in the learning set; leaf_labels='full' "
                              "needs positive weights on the rows that grew the tree")
     sums = member @ Y
-    scale = sp.diags(1.0 / mass)
     if sp.issparse(sums):
-        values = (scale @ sums).tocsr()
-        values.sort_indices()
+        values = sp.diags(1.0 / mass) @ sums
     else:
-        values = np.ascontiguousarray(sums / mass[:, None])
-    return leaf_ids, values
+        values = sums / mass[:, None]
+    tree.tree_.set_leaf_values(leaf_ids, values)
 
 
 class RandomForestRegressor(_BaseProjectionForest):

@@ -7,3 +7,5 @@ register("random_forest", "forestbench.ensemble:RandomForestRegressor", sparse_y
          description="forestbench RandomForestRegressor, optionally on random output projections (thesis ch.5)")
 register("extra_trees", "forestbench.ensemble:ExtraTreesRegressor", sparse_y=True,
          description="forestbench ExtraTreesRegressor, optionally on random output projections (thesis ch.5)")
+register("extra_tree", "forestbench.tree:ExtraTreeRegressor", sparse_y=True,
+         description="forestbench ExtraTreeRegressor (one extremely randomised tree, multi-output)")

@@ -9,13 +9,15 @@ register("sklearn_decision_tree", "sklearn.tree:DecisionTreeRegressor",
          description="scikit-learn DecisionTreeRegressor (multi-output, dense Y)")
 register("sklearn_lasso", "sklearn.linear_model:Lasso", description="scikit-learn Lasso")
 register("sklearn_bagging", "sklearn.ensemble:BaggingRegressor", description="scikit-learn BaggingRegressor")
+register("sklearn_gbrt", "sklearn.ensemble:GradientBoostingRegressor",
+         description="scikit-learn GradientBoostingRegressor (single output; staged predictions)")
 
 # single-label classifiers: predict gives one score column per class (probabilities, else a one-hot vote)
 for _name, _path in {
     "sklearn_random_forest_classifier": "sklearn.ensemble:RandomForestClassifier",
     "sklearn_extra_trees_classifier": "sklearn.ensemble:ExtraTreesClassifier",
     "sklearn_decision_tree_classifier": "sklearn.tree:DecisionTreeClassifier",
-    "sklearn_adaboost": "sklearn.ensemble:AdaBoostClassifier",
+    "sklearn_adaboost": "forestbench.sklearn_extras:TreeAdaBoostClassifier",
     "sklearn_knn": "sklearn.neighbors:KNeighborsClassifier",
     "sklearn_bernoulli_nb": "sklearn.naive_bayes:BernoulliNB",
     "sklearn_multinomial_nb": "sklearn.naive_bayes:MultinomialNB",

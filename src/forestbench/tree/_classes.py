@@ -1,18 +1,21 @@
 """Public estimator of the tree kernel and the fitted ``Tree`` object."""
 from __future__ import annotations
 
+import math
 import numbers
-import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data, _check_sample_weight
+from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from forestbench.tree import _tree
 
-__all__ = ["DecisionTreeRegressor", "Tree"]
+__all__ = ["DecisionTreeRegressor", "ExtraTreeRegressor", "Tree", "TREE_PARAMETER_CONSTRAINTS",
+           "check_targets", "validate_fit_data"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 
@@ -105,33 +108,72 @@ class Tree:
         return values[:, :, np.newaxis]
 
     def set_leaf_values(self, leaf_node_ids, values):
-        """Overwrite the values of the given leaves (e.g. a boosting line search).
+        """Overwrite the values of some (or all) leaves; the hook for relabelling a grown tree.
 
-        ``leaf_node_ids``: node ids of leaves; ``values``: array of shape
-        ``(len(leaf_node_ids), n_outputs)`` or ``(len(leaf_node_ids),)`` when
-        ``n_outputs == 1``. A sparse store stays sparse (zeros are dropped).
+        Used by the forests' ``leaf_labels="full"`` (leaf means over the whole
+        learning set) and meant for a boosting line search (one optimal value
+        per leaf).
+
+        Parameters
+        ----------
+        leaf_node_ids : array-like of int, shape (m,)
+            Node ids (as returned by ``apply``) of distinct leaves.
+        values : array-like or scipy sparse, shape (m, n_outputs)
+            The new leaf values, row ``i`` for ``leaf_node_ids[i]``; a 1-D
+            array of length ``m`` is accepted when ``n_outputs == 1``. Must be
+            finite.
+
+        A sparse store (the tree was grown on sparse targets) stays sparse,
+        with zeros dropped; a dense store stays dense. Leaves not listed keep
+        their values. Raises ``ValueError`` (naming the offending ids or
+        shape) for ids that are out of range, repeated or not leaves, and for
+        values of the wrong shape or not finite.
         """
-        ids = np.asarray(leaf_node_ids, dtype=np.intp).ravel()
-        vals = np.asarray(values, dtype=np.float64)
-        if vals.ndim == 1:
-            vals = vals.reshape(-1, 1) if self.n_outputs == 1 else vals.reshape(1, -1)
-        if vals.shape != (ids.shape[0], self.n_outputs):
-            raise ValueError(f"values must have shape ({ids.shape[0]}, {self.n_outputs}), "
-                             f"got {vals.shape}")
-        if np.any((ids < 0) | (ids >= self.node_count)):
-            raise ValueError("leaf_node_ids out of range")
+        ids = np.asarray(leaf_node_ids)
+        if ids.ndim != 1:
+            raise ValueError(f"leaf_node_ids must be 1-D, got shape {ids.shape}")
+        if ids.size and ids.dtype.kind not in "iu":
+            raise ValueError(f"leaf_node_ids must be integer node ids, got dtype {ids.dtype}")
+        ids = ids.astype(np.intp, copy=False)
+        m, d = ids.shape[0], self.n_outputs
+        if sp.issparse(values):
+            vals = sp.csr_array(values, dtype=np.float64)
+            vals_data = vals.data
+        else:
+            vals = np.asarray(values, dtype=np.float64)
+            if vals.ndim == 1 and d == 1:
+                vals = vals.reshape(-1, 1)
+            vals_data = vals
+        if vals.shape != (m, d):
+            raise ValueError(f"values must have shape (len(leaf_node_ids), n_outputs) = ({m}, {d}), "
+                             f"got shape {vals.shape}")
+        if not np.all(np.isfinite(vals_data)):
+            raise ValueError("values contains NaN or infinity")
+        bad = ids[(ids < 0) | (ids >= self.node_count)]
+        if bad.size:
+            raise ValueError(f"leaf_node_ids out of range [0, {self.node_count}): {bad[:5].tolist()}")
         rows = self.leaf_index[ids]
         if np.any(rows < 0):
-            raise ValueError("leaf_node_ids contains split nodes, not leaves")
-        if sp.issparse(self.leaf_values):
-            lil = self.leaf_values.tolil()
-            lil[rows] = vals
-            new = sp.csr_array(lil)
+            raise ValueError(f"leaf_node_ids contains split nodes, not leaves: {ids[rows < 0][:5].tolist()}")
+        if np.unique(rows).shape[0] != m:
+            raise ValueError("leaf_node_ids contains repeated ids")
+        lv = self.leaf_values
+        if sp.issparse(lv):
+            n_leaves = lv.shape[0]
+            keep = np.ones(n_leaves, dtype=bool)
+            keep[rows] = False
+            kept = np.flatnonzero(keep)
+            # disjoint row selections: kept rows of the old store + the new rows at their places
+            select_old = sp.csr_array((np.ones(kept.size), (kept, kept)), shape=(n_leaves, n_leaves))
+            place_new = sp.csr_array((np.ones(m), (rows, np.arange(m))), shape=(n_leaves, m))
+            new = sp.csr_array(select_old @ lv + place_new @ sp.csr_array(vals))
             new.eliminate_zeros()
             new.sort_indices()
-            self.leaf_values = new
+            idx_dtype = lv.indices.dtype
+            self.leaf_values = sp.csr_array((new.data, new.indices.astype(idx_dtype, copy=False),
+                                             new.indptr.astype(idx_dtype, copy=False)), shape=lv.shape)
         else:
-            self.leaf_values[rows] = vals
+            lv[rows] = vals.toarray() if sp.issparse(vals) else vals
 
     # -- traversal -----------------------------------------------------------------------------
     def apply(self, X):
@@ -166,51 +208,223 @@ class Tree:
         return sp.csr_matrix((data, indices, indptr), shape=(leaves.shape[0], self.node_count))
 
 
-def _as_float64_targets(name, t, n_samples):
-    """Dense C float64 2-D array, or CSR float64 with int32 indices; plus 1-D flag."""
-    if sp.issparse(t):
-        t = sp.csr_array(t, dtype=np.float64)
+# ------------------------------------------------------------------------------------------------ parameters
+#: Constraints (scikit-learn's ``_param_validation`` language) of the tree-growing parameters, shared by the
+#: trees and the forests so that both accept exactly the same values.
+TREE_PARAMETER_CONSTRAINTS = {
+    "splitter": [StrOptions({"best", "random"})],
+    "max_depth": [Interval(Integral, 1, None, closed="left"), None],
+    "min_samples_split": [Interval(Integral, 2, None, closed="left"),
+                          Interval(RealNotInt, 0.0, 1.0, closed="right")],
+    "min_samples_leaf": [Interval(Integral, 1, None, closed="left"),
+                         Interval(RealNotInt, 0.0, 1.0, closed="neither")],
+    "max_features": [Interval(Integral, 1, None, closed="left"),
+                     Interval(RealNotInt, 0.0, 1.0, closed="right"),
+                     StrOptions({"sqrt", "log2"}), None],
+    "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), None],
+    "min_impurity_decrease": [Interval(Real, 0.0, None, closed="left")],
+    "random_state": ["random_state"],
+}
+
+_VALIDATED_PARAMS = {}  # (class, ((type, value), ...)) of parameter sets that passed validation
+_VALIDATED_PARAMS_MAX = 1024
+
+
+class _CachedParamValidationMixin:
+    """``_validate_params`` that remembers the parameter sets it accepted.
+
+    scikit-learn's validation costs tens of microseconds per ``fit``, as much
+    as growing a stump; many small trees are fitted with the same parameters.
+    A set of hashable parameter values (compared with their exact types) that
+    passed once is accepted again without re-running the checks; any other
+    set (unhashable values such as matrices, or never seen) is validated in
+    full. Invalid sets are never stored, so the errors are scikit-learn's.
+    """
+
+    def _validate_params(self):
+        cls = type(self)
+        try:
+            key = (cls, tuple((type(v), v) for v in map(self.__getattribute__, cls._parameter_constraints)))
+            if key in _VALIDATED_PARAMS:
+                return
+        except TypeError:  # an unhashable value: always validate
+            key = None
+        super()._validate_params()
+        if key is not None:
+            if len(_VALIDATED_PARAMS) >= _VALIDATED_PARAMS_MAX:
+                _VALIDATED_PARAMS.clear()
+            _VALIDATED_PARAMS[key] = True
+
+
+# ------------------------------------------------------------------------------------------------ input data
+def check_targets(y, n_samples, *, name="y"):
+    """The one validator of regression targets, shared by the tree and the forests.
+
+    Accepts a 1-D or 2-D array-like or any scipy sparse matrix / array (CSR,
+    CSC, COO, ...). Returns ``(T, one_d)``: ``T`` is a C-contiguous float64
+    ``(n_samples, n_outputs)`` array, or a canonical CSR array (float64,
+    int32 sorted indices, duplicates summed) when ``y`` is sparse; ``one_d``
+    tells that ``y`` was 1-D. Errors name ``name`` and the offending shape.
+    """
+    if sp.issparse(y):
+        t = sp.csr_array(y, dtype=np.float64)
         if t.ndim != 2:
-            raise ValueError(f"{name} must be 2-D")
-        t.sum_duplicates()
+            raise ValueError(f"{name} must be 2-D when sparse, got shape {t.shape}")
+        if not t.has_canonical_format:
+            t = t.copy()
+            t.sum_duplicates()
         if t.nnz > _INT32_MAX:
-            raise ValueError(f"{name} has too many non-zeros for int32 indices")
+            raise ValueError(f"{name} has too many non-zeros ({t.nnz}) for int32 indices")
         t = sp.csr_array((t.data, t.indices.astype(np.int32, copy=False),
                           t.indptr.astype(np.int32, copy=False)), shape=t.shape)
         one_d = False
+        data = t.data
     else:
-        t = np.asarray(t, dtype=np.float64)
+        t = np.asarray(y, dtype=np.float64)
         one_d = t.ndim == 1
         if one_d:
             t = t.reshape(-1, 1)
-        if t.ndim != 2:
+        elif t.ndim != 2:
             raise ValueError(f"{name} must be 1-D or 2-D, got shape {t.shape}")
         t = np.ascontiguousarray(t)
+        data = t
     if t.shape[0] != n_samples:
-        raise ValueError(f"{name} has {t.shape[0]} rows, X has {n_samples}")
+        raise ValueError(f"{name} has shape {t.shape}: {t.shape[0]} rows, but X has {n_samples} rows")
     if t.shape[1] == 0:
-        raise ValueError(f"{name} has no columns")
-    data = t.data if sp.issparse(t) else t
-    if not np.all(np.isfinite(data)):
+        raise ValueError(f"{name} has shape {t.shape}: no output columns")
+    if not np.isfinite(data.sum()) and not np.all(np.isfinite(data)):
         raise ValueError(f"{name} contains NaN or infinity")
     return t, one_d
 
 
-class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
+def _fast_dense(X):
+    """A float32 C- or Fortran-contiguous version of a plain, finite 2-D float ndarray; ``None`` when the
+    input needs scikit-learn's full ``check_array`` (other types or dtypes, empty, NaN/inf, strided)."""
+    if type(X) is not np.ndarray or X.ndim != 2 or X.dtype.char not in "fd" or X.size == 0:
+        return None
+    if not (X.flags.c_contiguous or X.flags.f_contiguous):
+        return None
+    X32 = X.astype(np.float32, order="K", copy=False)
+    if not np.isfinite(X32.sum()):  # NaN, inf or values beyond float32 range: full check and its error
+        return None
+    return X32
+
+
+def _clean_compressed(X):
+    """Canonical CSC/CSR for the kernel: float32 data, int32 sorted indices, no duplicates, no stored zeros."""
+    if X.nnz > _INT32_MAX:
+        raise ValueError(f"X has too many non-zeros ({X.nnz}) for int32 indices")
+    copied = False
+    if not X.has_sorted_indices or X.has_canonical_format is False:
+        X = X.copy()
+        copied = True
+        X.sum_duplicates()
+        X.sort_indices()
+    if np.any(X.data == 0):
+        if not copied:
+            X = X.copy()
+        X.eliminate_zeros()
+    cls = sp.csc_array if X.format == "csc" else sp.csr_array
+    return cls((np.ascontiguousarray(X.data, dtype=np.float32),
+                X.indices.astype(np.int32, copy=False),
+                X.indptr.astype(np.int32, copy=False)), shape=X.shape)
+
+
+def check_X(estimator, X, *, reset, for_fit):
+    """Validate ``X`` for the kernel and record (``reset=True``) or check ``n_features_in_``.
+
+    Returns float32 C/Fortran-contiguous dense data (layout kept), or canonical
+    CSC (``for_fit``) / CSR (prediction) data. A plain finite float ndarray
+    takes a short path with the same outcome; everything else goes through
+    scikit-learn's ``validate_data``.
+    """
+    X32 = _fast_dense(X)
+    if X32 is not None:
+        if reset:
+            if "feature_names_in_" in estimator.__dict__:
+                del estimator.feature_names_in_
+            estimator.n_features_in_ = X32.shape[1]
+            return X32
+        if ("feature_names_in_" not in estimator.__dict__
+                and estimator.__dict__.get("n_features_in_") == X32.shape[1]):
+            return X32
+    X = validate_data(estimator, X, reset=reset, dtype=np.float32,
+                      accept_sparse=["csc", "csr", "coo"] if for_fit else ["csc", "csr"],
+                      order=None, ensure_min_samples=1)
+    if sp.issparse(X):
+        fmt = "csc" if for_fit else "csr"
+        if X.format != fmt:  # CSR/COO -> CSC for fitting, CSC -> CSR for prediction (one copy)
+            X = sp.csc_array(X) if for_fit else sp.csr_array(X)
+        return _clean_compressed(X)
+    if not (X.flags.c_contiguous or X.flags.f_contiguous):
+        X = np.ascontiguousarray(X)
+    return X
+
+
+def check_sample_weight(sample_weight, X):
+    """C-contiguous float64 non-negative finite weights of shape ``(n_samples,)`` with a positive entry."""
+    n = X.shape[0]
+    sw = sample_weight
+    if not (type(sw) is np.ndarray and sw.dtype == np.float64 and sw.shape == (n,) and sw.flags.c_contiguous):
+        sw = np.ascontiguousarray(_check_sample_weight(sample_weight, X, dtype=np.float64))
+    if not np.isfinite(sw.sum()) and not np.all(np.isfinite(sw)):
+        raise ValueError("sample_weight contains NaN or infinity")
+    if np.any(sw < 0):
+        raise ValueError("sample_weight must be non-negative")
+    if not np.any(sw > 0):
+        raise ValueError("sample_weight has no positive entry (all weights are zero)")
+    return sw
+
+
+def validate_fit_data(estimator, X, y, sample_weight=None, split_targets=None):
+    """Validate the inputs of a tree's or a forest's ``fit`` once.
+
+    Returns ``(X, Y, Z, sample_weight, y_one_d)`` in the formats the kernel
+    grows on (see :func:`check_X`, :func:`check_targets`); ``Z`` is ``None``
+    when no ``split_targets`` are given. Sets ``estimator.n_features_in_``.
+    """
+    if y is None:
+        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target y is None")
+    X = check_X(estimator, X, reset=True, for_fit=True)
+    n = X.shape[0]
+    Y, one_d = check_targets(y, n)
+    Z = None if split_targets is None else check_targets(split_targets, n, name="split_targets")[0]
+    if sample_weight is not None:
+        sample_weight = check_sample_weight(sample_weight, X)
+    return X, Y, Z, sample_weight, one_d
+
+
+# ------------------------------------------------------------------------------------------------ estimators
+class DecisionTreeRegressor(_CachedParamValidationMixin, RegressorMixin, BaseEstimator):
     """Multi-output regression tree grown by forestbench's Cython kernel.
 
     Parameters
     ----------
-    splitter : {"best", "random"}
+    splitter : {"best", "random"}, default "best"
         "best": CART, best threshold of each drawn feature. "random":
         Extra-Trees, one threshold uniform in [min, max) of the node's values
         of each drawn feature.
-    max_depth : int or None
+    max_depth : int >= 1 or None
     min_samples_split : int >= 2 or float in (0, 1]
         The papers' n_min: a node with fewer samples is a leaf.
     min_samples_leaf : int >= 1 or float in (0, 1)
-    max_features : int, float, "sqrt", "log2" or None
+    max_features : int >= 1, float in (0, 1], "sqrt", "log2" or None
         Number K of features scored per node, drawn without replacement.
+        An int larger than the number of features is an error at fit time.
+    max_leaf_nodes : int >= 2 or None
+        If set, the tree is grown best-first (largest weighted impurity
+        decrease first) up to this many leaves; otherwise depth-first.
+    min_impurity_decrease : float >= 0
+    weighted_counts : bool, default False
+        How ``sample_weight`` meets ``min_samples_split`` and
+        ``min_samples_leaf``. False (scikit-learn's semantics): the rules
+        count the distinct rows with a non-zero weight; weights enter the
+        impurities and the leaf values only, so multiplying every weight by
+        a constant grows the same tree and normalised weights (summing to 1)
+        are fine. True: the rules compare with the *sum of weights*, so
+        integer weights behave exactly like duplicated rows (but weights
+        summing to less than ``min_samples_split`` give a single leaf).
+        Without ``sample_weight`` both are the same.
     count_constant_features : bool, default False
         False (Extra-Trees paper, Geurts et al. 2006): K *non-constant*
         features are scored; features found constant in the node are not
@@ -218,19 +432,13 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         True: scikit-learn's rule, every draw counts (constants included) but
         drawing continues until at least one non-constant feature is scored.
         Identical when K = n_features.
-    max_leaf_nodes : int >= 2 or None
-        If set, the tree is grown best-first (largest weighted impurity
-        decrease first) up to this many leaves; otherwise depth-first.
-    min_impurity_decrease : float
-    weighted_counts : bool, default True
-        With ``sample_weight``, ``min_samples_split`` and ``min_samples_leaf``
-        are compared to the *weighted* number of samples (sum of weights), so
-        integer weights (bootstrap counts) behave exactly like duplicated
-        rows. False gives scikit-learn's convention (they count distinct rows
-        with non-zero weight). Without ``sample_weight`` both are the same.
     random_state : int, RandomState or None
         An int seeds the kernel's own xorshift generator directly, so results
         do not depend on numpy's global state.
+
+    Parameters are checked by scikit-learn's machinery
+    (``_parameter_constraints``, errors name the parameter); checks that need
+    the data (``max_features`` against the number of features) run in ``fit``.
 
     Notes
     -----
@@ -243,11 +451,27 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
     fitting); ``predict``/``apply`` take dense or CSR. ``predict`` always
     returns dense float64 ``(n_samples, n_outputs)``, raveled when ``y`` was
     1-D. The model size in bytes is ``model_bytes_``.
+
+    Hook for ensembles: ``_fit_validated(X, Y, Z=None, sample_weight=None,
+    y_one_d=False)`` grows the tree on inputs already checked once for the
+    whole ensemble by :func:`validate_fit_data` (float32 dense or canonical
+    CSC ``X``, float64 C or canonical CSR ``Y``/``Z``, float64 weights), and
+    on parameters the ensemble has validated with the same constraints
+    (:data:`TREE_PARAMETER_CONSTRAINTS`). It skips every check, so a forest
+    or a boosting loop pays the validation once, not once per tree. The
+    grown tree's leaves can then be relabelled with
+    :meth:`Tree.set_leaf_values`.
     """
+
+    _parameter_constraints = {
+        **TREE_PARAMETER_CONSTRAINTS,
+        "weighted_counts": ["boolean"],
+        "count_constant_features": ["boolean"],
+    }
 
     def __init__(self, *, splitter="best", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, max_features=None, max_leaf_nodes=None,
-                 min_impurity_decrease=0.0, weighted_counts=True,
+                 min_impurity_decrease=0.0, weighted_counts=False,
                  count_constant_features=False, random_state=None):
         self.splitter = splitter
         self.max_depth = max_depth
@@ -268,40 +492,7 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
 
     # -- validation ----------------------------------------------------------------------------
     def _validate_X(self, X, reset, for_fit):
-        X = validate_data(self, X, reset=reset, dtype=np.float32,
-                          accept_sparse=["csc", "csr"] if not for_fit else ["csc", "csr", "coo"],
-                          order=None, ensure_min_samples=1)
-        if sp.issparse(X):
-            if for_fit:
-                if X.format != "csc":
-                    X = sp.csc_array(X)  # CSR/COO are converted for fitting (one copy)
-                X = self._clean_compressed(X)
-            else:
-                if X.format != "csr":
-                    X = sp.csr_array(X)
-                X = self._clean_compressed(X)
-        elif not (X.flags.c_contiguous or X.flags.f_contiguous):
-            X = np.ascontiguousarray(X)
-        return X
-
-    @staticmethod
-    def _clean_compressed(X):
-        if X.nnz > _INT32_MAX:
-            raise ValueError("X has too many non-zeros for int32 indices")
-        copied = False
-        if not X.has_sorted_indices or X.has_canonical_format is False:
-            X = X.copy()
-            copied = True
-            X.sum_duplicates()
-            X.sort_indices()
-        if np.any(X.data == 0):
-            if not copied:
-                X = X.copy()
-            X.eliminate_zeros()
-        cls = sp.csc_array if X.format == "csc" else sp.csr_array
-        return cls((np.ascontiguousarray(X.data, dtype=np.float32),
-                    X.indices.astype(np.int32, copy=False),
-                    X.indptr.astype(np.int32, copy=False)), shape=X.shape)
+        return check_X(self, X, reset=reset, for_fit=for_fit)
 
     def _resolve_max_features(self, n_features):
         mf = self.max_features
@@ -310,84 +501,54 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         if isinstance(mf, str):
             if mf == "sqrt":
                 return max(1, int(np.sqrt(n_features)))
-            if mf == "log2":
-                return max(1, int(np.log2(n_features)))
-            raise ValueError(f"max_features must be int, float, 'sqrt', 'log2' or None, got {mf!r}")
-        if isinstance(mf, numbers.Integral) and not isinstance(mf, bool):
-            if not 1 <= mf <= n_features:
+            return max(1, int(np.log2(n_features)))  # "log2"
+        if isinstance(mf, numbers.Integral):
+            if mf > n_features:
                 raise ValueError(f"max_features={mf} must be in [1, n_features={n_features}]")
             return int(mf)
-        if isinstance(mf, numbers.Real):
-            if not 0.0 < mf <= 1.0:
-                raise ValueError(f"max_features={mf} as a float must be in (0, 1]")
-            return max(1, int(mf * n_features))
-        raise ValueError(f"invalid max_features={mf!r}")
+        return max(1, int(mf * n_features))
 
     def _resolve_params(self, n_samples, n_features):
-        if self.splitter not in ("best", "random"):
-            raise ValueError(f"splitter must be 'best' or 'random', got {self.splitter!r}")
+        """Kernel arguments from the (already validated) parameters and the data size."""
         md = self.max_depth
-        if md is None:
-            max_depth = np.iinfo(np.int32).max
-        elif isinstance(md, numbers.Integral) and not isinstance(md, bool) and md >= 1:
-            max_depth = int(md)
-        else:
-            raise ValueError(f"max_depth must be None or an int >= 1, got {md!r}")
+        max_depth = _INT32_MAX if md is None else min(int(md), _INT32_MAX)
         mss = self.min_samples_split
-        if isinstance(mss, numbers.Integral) and not isinstance(mss, bool):
-            if mss < 2:
-                raise ValueError(f"min_samples_split must be >= 2, got {mss}")
-            min_samples_split = int(mss)
-        elif isinstance(mss, numbers.Real) and 0.0 < mss <= 1.0:
-            min_samples_split = max(2, int(np.ceil(mss * n_samples)))
+        if isinstance(mss, numbers.Integral):
+            min_samples_split = min(int(mss), _INT32_MAX)
         else:
-            raise ValueError(f"invalid min_samples_split={mss!r}")
+            min_samples_split = max(2, int(math.ceil(mss * n_samples)))
         msl = self.min_samples_leaf
-        if isinstance(msl, numbers.Integral) and not isinstance(msl, bool):
-            if msl < 1:
-                raise ValueError(f"min_samples_leaf must be >= 1, got {msl}")
-            min_samples_leaf = int(msl)
-        elif isinstance(msl, numbers.Real) and 0.0 < msl < 1.0:
-            min_samples_leaf = max(1, int(np.ceil(msl * n_samples)))
+        if isinstance(msl, numbers.Integral):
+            min_samples_leaf = min(int(msl), _INT32_MAX)
         else:
-            raise ValueError(f"invalid min_samples_leaf={msl!r}")
+            min_samples_leaf = max(1, int(math.ceil(msl * n_samples)))
         min_samples_split = max(min_samples_split, 2 * min_samples_leaf)
         mln = self.max_leaf_nodes
-        if mln is None:
-            max_leaf_nodes = -1
-        elif isinstance(mln, numbers.Integral) and not isinstance(mln, bool) and mln >= 2:
-            max_leaf_nodes = int(mln)
-        else:
-            raise ValueError(f"max_leaf_nodes must be None or an int >= 2, got {mln!r}")
-        mid = float(self.min_impurity_decrease)
-        if mid < 0:
-            raise ValueError("min_impurity_decrease must be >= 0")
+        max_leaf_nodes = -1 if mln is None else min(int(mln), _INT32_MAX)
         return dict(random_split=self.splitter == "random",
                     count_constant_features=bool(self.count_constant_features),
                     max_features=self._resolve_max_features(n_features),
                     max_depth=max_depth, min_samples_split=min_samples_split,
                     min_samples_leaf=min_samples_leaf, min_weight_leaf=0.0,
-                    min_impurity_decrease=mid, max_leaf_nodes=max_leaf_nodes)
+                    min_impurity_decrease=float(self.min_impurity_decrease),
+                    max_leaf_nodes=max_leaf_nodes)
+
+    def _kernel_seed(self):
+        rs = self.random_state
+        if isinstance(rs, numbers.Integral) and not isinstance(rs, bool):
+            return int(rs) & 0xFFFFFFFFFFFFFFFF
+        return int(check_random_state(rs).randint(0, _INT32_MAX))
 
     # -- API -----------------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, split_targets=None):
         """Grow the tree on ``split_targets`` (default ``y``), label leaves with ``y``."""
-        X = self._validate_X(X, reset=True, for_fit=True)
+        X, Y, Z, sample_weight, one_d = validate_fit_data(self, X, y, sample_weight, split_targets)
+        return self._fit_validated(X, Y, Z, sample_weight, y_one_d=one_d)
+
+    def _fit_validated(self, X, Y, Z=None, sample_weight=None, *, y_one_d=False):
+        """Grow on inputs validated by :func:`validate_fit_data` (the ensembles' entry point, no checks)."""
         n_samples, n_features = X.shape
-        if y is None:
-            raise ValueError("requires y to be passed, but the target y is None")
-        Y, one_d = _as_float64_targets("y", y, n_samples)
-        if split_targets is None:
-            Z = Y
-        else:
-            Z, _ = _as_float64_targets("split_targets", split_targets, n_samples)
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-            if np.any(sample_weight < 0):
-                raise ValueError("sample_weight must be non-negative")
-            if not np.any(sample_weight > 0):
-                raise ValueError("sample_weight has no positive entry")
-            sample_weight = np.ascontiguousarray(sample_weight)
         params = self._resolve_params(n_samples, n_features)
         if sample_weight is not None and self.weighted_counts:
             # counts become weighted: integer weights == duplicated rows
@@ -395,21 +556,19 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
             params["min_weight_split"] = float(params["min_samples_split"])
             params["min_samples_leaf"] = 1
             params["min_samples_split"] = 2
-        rng = check_random_state(self.random_state)
-        if isinstance(self.random_state, numbers.Integral) and not isinstance(self.random_state, bool):
-            seed = int(self.random_state) & 0xFFFFFFFFFFFFFFFF
-        else:
-            seed = int(rng.randint(0, np.iinfo(np.int32).max))
-        arrays = _tree.build_tree(X, Y, Z, sample_weight, seed=seed, **params)
+        arrays = _tree.build_tree(X, Y, Y if Z is None else Z, sample_weight, seed=self._kernel_seed(),
+                                  **params)
         self.tree_ = Tree(n_features, Y.shape[1], arrays)
+        self.n_features_in_ = n_features
         self.n_outputs_ = Y.shape[1]
-        self._y_one_d = one_d
+        self._y_one_d = y_one_d
         self.max_features_ = params["max_features"]
         return self
 
     def _check_X_predict(self, X):
-        check_is_fitted(self, "tree_")
-        return self._validate_X(X, reset=False, for_fit=False)
+        if "tree_" not in self.__dict__:
+            check_is_fitted(self, "tree_")
+        return check_X(self, X, reset=False, for_fit=False)
 
     def apply(self, X):
         """Leaf node id reached by each sample."""
@@ -460,3 +619,27 @@ class DecisionTreeRegressor(RegressorMixin, BaseEstimator):
         """Size of the fitted tree's arrays in bytes."""
         check_is_fitted(self, "tree_")
         return self.tree_.nbytes
+
+
+class ExtraTreeRegressor(DecisionTreeRegressor):
+    """One extremely randomized tree (Geurts et al. 2006), scikit-learn's ``ExtraTreeRegressor``.
+
+    The same estimator as :class:`DecisionTreeRegressor` with the defaults of
+    a single extra tree: ``splitter="random"`` (one threshold drawn uniformly
+    in [min, max) of the node's values of each candidate feature) and
+    ``max_features=1.0`` (every feature is a candidate, the regression
+    default of the Extra-Trees paper). Meant to be averaged in ensembles
+    (see :class:`forestbench.ensemble.ExtraTreesRegressor`); alone it
+    overfits. All parameters, the split targets and the sparse formats are
+    those of :class:`DecisionTreeRegressor`.
+    """
+
+    def __init__(self, *, splitter="random", max_depth=None, min_samples_split=2,
+                 min_samples_leaf=1, max_features=1.0, max_leaf_nodes=None,
+                 min_impurity_decrease=0.0, weighted_counts=False,
+                 count_constant_features=False, random_state=None):
+        super().__init__(splitter=splitter, max_depth=max_depth, min_samples_split=min_samples_split,
+                         min_samples_leaf=min_samples_leaf, max_features=max_features,
+                         max_leaf_nodes=max_leaf_nodes, min_impurity_decrease=min_impurity_decrease,
+                         weighted_counts=weighted_counts, count_constant_features=count_constant_features,
+                         random_state=random_state)
