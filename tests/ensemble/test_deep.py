@@ -231,3 +231,17 @@ def test_few_components_use_the_lanczos_solver_and_still_match_sklearn_pca():
     ref = PCA(n_components=5, svd_solver="full").fit_transform(D - D.mean(axis=0))
     signs = np.sign(np.sum(Z * ref, axis=0))
     np.testing.assert_allclose(Z * signs, ref, atol=1e-7)
+
+
+def test_oob_pruning_scores_rows_with_trees_that_never_saw_them():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 4))
+    Y = (rng.random((80, 3)) < 0.4).astype(float)   # noise: out-of-bag micro-AUC is near chance
+    train = DeepTreeEnsemble("X_TE", n_estimators=15, max_layers=2, pca_fractions=[0.2], random_state=0).fit(X, Y)
+    oob = DeepTreeEnsemble("X_TE", n_estimators=15, max_layers=2, pca_fractions=[0.2], pruning_score="oob",
+                           random_state=0).fit(X, Y)
+    assert np.all(train.layer_scores_ > 0.99)
+    assert np.all(oob.layer_scores_ < 0.7)
+    assert oob.n_layers_ == int(np.argmax(oob.layer_scores_)) + 1
+    # the same layers are grown either way; only the score differs
+    assert train.n_layers_built_ == oob.n_layers_built_ == 2

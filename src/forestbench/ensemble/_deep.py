@@ -43,6 +43,9 @@ Where the paper leaves a choice open, this implementation decides as follows (al
 - **D9 X_OS_TE** = X ++ embedding of the other forest ++ OS block.
 - **D10 pruning.** The training score of a layer is that of the resubstitution predictions of its prediction
   forests on the training rows (with the training rows' own OOF features); ties go to the earliest layer.
+  ``pruning_score="oob"`` scores the out-of-bag predictions of the layer's RF instead: on multi-label data the
+  resubstitution micro-AUC of fully grown forests is 1.0 at every layer, so the literal reading always keeps
+  the first layer.
 - **D12 PCA-size tuning.** When ``pca_fractions`` has more than one value (and the variant uses embeddings), the
   whole pruned cascade is fitted for each value on inner training folds and scored on the held-out rows
   (``pca_validation``: k-fold when an int, a hold-out fraction when a float); the best value is refitted on all
@@ -158,6 +161,24 @@ class _Layer:
         return 0.5 * (_predict2d(self.pred_rf, feats_rf) + _predict2d(self.pred_et, feats_et))
 
 
+def _oob_predict(forest, X):
+    """Out-of-bag prediction of a bootstrapped forest of the kernel on its training rows ``X``: each row averages
+    the trees whose bootstrap sample left it out (rows in every sample get the whole forest's prediction)."""
+    n = X.shape[0]
+    acc = np.zeros((n, forest.n_outputs_))
+    seen = np.zeros(n)
+    for i, tree in enumerate(forest.estimators_):
+        out = forest._tree_weights(n, forest._streams[i], None) == 0   # the forest's own bootstrap draw
+        if out.any():
+            acc[out] += tree.predict(X[out]).reshape(int(out.sum()), -1)
+            seen[out] += 1
+    missing = seen == 0
+    if missing.any():
+        acc[missing] = _predict2d(forest, X[missing])
+        seen[missing] = 1
+    return acc / seen[:, None]
+
+
 def _concat(blocks):
     return np.ascontiguousarray(np.hstack([np.asarray(b, dtype=np.float32) for b in blocks]))
 
@@ -192,6 +213,10 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         Trees of the OS fold forests (None: ``n_estimators``).
     task : {"auto", "multilabel", "regression"}, default "auto"
         "auto" treats 0/1 targets as multi-label and anything else as regression.
+    pruning_score : {"train", "oob"}, default "train"
+        Score of a layer for pruning: "train" scores the resubstitution predictions of its RF and ET (the paper's
+        reading); "oob" scores the out-of-bag predictions of its RF (fully grown forests score about 1.0 on their
+        own training rows for multi-label data, which leaves "train" nothing to choose between).
     keep_all_layers : bool, default False
         Keep the layers after the selected one (and every layer's prediction forests), so that
         ``staged_predict`` can give the test score of every built layer. ``predict`` still uses ``n_layers_``.
@@ -231,6 +256,7 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         "os_n_estimators": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "task": [StrOptions({"auto", "multilabel", "regression"})],
         "keep_all_layers": ["boolean"],
+        "pruning_score": [StrOptions({"train", "oob"})],
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state", np.random.SeedSequence],
     }
@@ -238,7 +264,7 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
     def __init__(self, variant="X_TE", *, n_estimators=150, max_layers=10, max_features="sqrt",
                  embedding_sample=0.5, max_node_fraction=0.95, weight_offset=1.0,
                  pca_fractions=PAPER_PCA_FRACTIONS, pca_validation=5, os_folds=5, os_n_estimators=None,
-                 task="auto", keep_all_layers=False, n_jobs=None, random_state=None):
+                 task="auto", keep_all_layers=False, pruning_score="train", n_jobs=None, random_state=None):
         self.variant = variant
         self.n_estimators = n_estimators
         self.max_layers = max_layers
@@ -252,6 +278,7 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         self.os_n_estimators = os_n_estimators
         self.task = task
         self.keep_all_layers = keep_all_layers
+        self.pruning_score = pruning_score
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -427,7 +454,10 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
             layer.pred_et = _forest("et", self.n_estimators, self.max_features, layer_seed(root, L, _PRED_ET),
                                     self.n_jobs).fit(feats_et, Yt)
             t1 = time.perf_counter()
-            P = layer.predict(feats_rf, feats_et) * self._y_scale + self._y_mean
+            if self.pruning_score == "oob":
+                P = _oob_predict(layer.pred_rf, feats_rf) * self._y_scale + self._y_mean
+            else:
+                P = layer.predict(feats_rf, feats_et) * self._y_scale + self._y_mean
             scores.append(layer_score(self.task_, Y, P))
             t["prediction_forests"], t["scoring"] = t1 - t0, time.perf_counter() - t1
             times.append(t)
