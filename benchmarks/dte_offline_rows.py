@@ -26,6 +26,9 @@ def make(name, seed):
         return C.RandomForestExtraTrees(150, random_state=seed)
     if name == "rf_et50":
         return C.RandomForestExtraTrees(50, random_state=seed)
+    if name.endswith("oob50"):
+        return DeepTreeEnsemble(name[:-5].upper(), n_estimators=50, max_layers=10, pca_fractions=PCA,
+                                keep_all_layers=True, pruning_score="oob", random_state=seed)
     if name.endswith("50"):
         return DeepTreeEnsemble(name[:-2].upper(), n_estimators=50, max_layers=10, pca_fractions=PCA,
                                 keep_all_layers=True, random_state=seed)
