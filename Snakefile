@@ -12,7 +12,18 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+try:
+    from forestbench.errors import ForestbenchError
+    from forestbench.validation import check_workflow_config
+except ImportError:
+    pass  # common.smk explains how to make forestbench importable
+else:
+    try:
+        # duplicate keys and schema errors, naming the config file and the key
+        check_workflow_config(config, workflow.configfiles)
+    except ForestbenchError as _exc:
+        raise WorkflowError(str(_exc))
+validate(config, "workflow/schemas/config.schema.yaml")  # also fills in the schema's defaults
 
 
 include: "workflow/rules/common.smk"

@@ -1,7 +1,7 @@
 """Prepare time and peak memory of the largest raw files of the papers, on generated files of their size.
 
 For each case a file of the published size and a plausible density is generated once (not timed), then the
-prepare step (``forestbench.datasets.remote.build_dataset``: read, label split, checks; then ``save_dataset``) runs
+prepare step (``forestbench.datasets.from_files.build_dataset``: read, label split, checks; then ``save_dataset``) runs
 in a fresh subprocess ``--repeats`` times; the script reports the median wall time and the peak resident memory of the subprocess (ru_maxrss).
 Baselines where one exists: ``scipy.io.arff.loadarff`` on the dense file (it cannot read sparse ARFF) and
 scikit-learn's C ``load_svmlight_file`` on an svmlight file of the same content.
@@ -76,10 +76,10 @@ import json, resource, sys, time
 kind, path, p, d = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 from pathlib import Path
 import scipy.io.arff, sklearn.datasets
-import forestbench.datasets.remote
+import forestbench.datasets.from_files
 t0 = time.perf_counter()  # imports above are not timed
 if kind == "forestbench":
-    from forestbench.datasets.remote import build_dataset
+    from forestbench.datasets.from_files import build_dataset
     from pathlib import Path
     entry = {"task": "multilabel", "source": {"kind": "download", "files": [{"name": Path(path).name}],
              "layout": {"type": "single", "data": [Path(path).name]}, "labels": {"from": "last", "d": d}}}

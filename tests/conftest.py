@@ -4,8 +4,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Property-based tests (Hypothesis): a bounded number of examples by default so the suite stays fast; the nightly
+# profile digs deeper: FORESTBENCH_HYPOTHESIS_PROFILE=nightly pytest tests/datasets/test_readers_fuzz.py
+settings.register_profile("default", max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("nightly", max_examples=3000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("FORESTBENCH_HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture

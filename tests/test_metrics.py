@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import r2_score
 
-from forestbench.metrics import METRICS, arrmse, coverage_error, get_metric, label_ranking_loss, lrap, macro_r2
+from forestbench.metrics import (METRICS, UndefinedScore, arrmse, coverage_error, get_metric, label_ranking_loss, lrap,
+                                 macro_r2, score_all)
 from forestbench.errors import ConfigError
 
 # thesis section 2.4.3 worked example (rf_projections spec section 3)
@@ -24,7 +25,9 @@ def test_lrap_drops_rows_without_labels():
     Y0 = np.vstack([Y, np.zeros(5)])
     F0 = np.vstack([F, np.linspace(0, 1, 5)])
     assert lrap(Y0, F0) == pytest.approx(lrap(Y, F))
-    assert np.isnan(lrap(np.zeros((2, 3)), np.ones((2, 3))))
+    with pytest.raises(UndefinedScore, match="no test row has a positive label"):
+        lrap(np.zeros((2, 3)), np.ones((2, 3)))
+    assert np.isnan(get_metric("lrap")(np.zeros((2, 3)), np.ones((2, 3))))
 
 
 def test_lrap_ties_count_against():
@@ -53,3 +56,44 @@ def test_directions_and_unknown_metric():
     assert METRICS["lrap"].higher_is_better and not METRICS["coverage_error"].higher_is_better
     with pytest.raises(ConfigError, match="unknown metric 'lrapp'"):
         get_metric("lrapp")
+
+
+# ---------------------------------------------------------------- undefined scores: a convention, never -inf or NaN
+def test_macro_r2_with_one_constant_test_output_follows_sklearn():
+    """Before: -inf (one constant output, as sf2's third output in a CV fold) and NaN when predicted exactly."""
+    rng = np.random.default_rng(0)
+    Yt = np.column_stack([rng.normal(size=20), rng.normal(size=20), np.zeros(20)])
+    Yp = Yt + rng.normal(scale=0.3, size=Yt.shape)
+    assert macro_r2(Yt, Yp) == pytest.approx(r2_score(Yt, Yp))
+    Yp[:, 2] = 0.0  # the constant output predicted exactly: 1, as scikit-learn
+    assert macro_r2(Yt, Yp) == pytest.approx(r2_score(Yt, Yp))
+
+
+@pytest.mark.parametrize("name,Y_true,Y_pred,reason", [
+    ("macro_r2", np.ones((5, 1)), np.zeros((5, 1)), "constant"),
+    ("macro_r2", np.ones((5, 2)), np.ones((5, 2)), "constant"),
+    ("half_macro_r2", np.arange(5.0)[:, None], np.zeros((5, 1)), "no test output"),
+    ("normalized_mse", np.column_stack([np.arange(5.0), np.ones(5)]), np.zeros((5, 2)), "zero variance"),
+    ("lrap", np.zeros((4, 3)), np.ones((4, 3)), "positive"),
+    ("micro_auc", np.zeros((4, 3)), np.ones((4, 3)), "negative"),
+    ("micro_average_precision", np.zeros((4, 3)), np.ones((4, 3)), "negative"),
+    ("micro_auc", np.ones((4, 3)), np.ones((4, 3)), "positive"),
+])
+def test_undefined_scores_have_a_reason(name, Y_true, Y_pred, reason):
+    value, why = get_metric(name).evaluate(Y_true, Y_pred)
+    assert value is None and reason in why
+
+
+def test_arrmse_undefined_when_test_equals_training_mean():
+    value, why = get_metric("arrmse").evaluate(np.ones((3, 1)), np.zeros((3, 1)), np.ones((4, 1)))
+    assert value is None and "training mean" in why
+
+
+def test_score_all_writes_null_reason_and_warns():
+    messages = []
+    metrics = [get_metric("macro_r2"), get_metric("mse")]
+    scores, undefined = score_all(metrics, np.ones((4, 1)), np.zeros((4, 1)), context="d/v repeat 0",
+                                  log=messages.append)
+    assert scores == {"macro_r2": None, "mse": 1.0}
+    assert set(undefined) == {"macro_r2"}
+    assert len(messages) == 1 and "d/v repeat 0: macro_r2 is undefined" in messages[0]

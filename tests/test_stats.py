@@ -223,3 +223,18 @@ def test_wilcoxon_all_zero_differences_is_not_significant():
     matrix = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0], "c": [0.0, 1.0, 5.0]})
     p = stats.wilcoxon_holm(matrix, correction=None)
     assert p.loc["a", "b"] == 1.0
+
+
+def test_iman_davenport_undefined_when_every_dataset_ranks_alike():
+    """Before: F = inf, p = 0 was printed as if the evidence were infinite."""
+    import math
+
+    from forestbench.report.experiment import _iman_davenport_text
+
+    scores = pd.DataFrame({"a": [0.9, 0.8, 0.7, 0.95], "b": [0.5, 0.4, 0.3, 0.6], "c": [0.1, 0.2, 0.0, 0.3]})
+    res = stats.friedman_test(scores)
+    assert res.statistic == pytest.approx(4 * 2) and res.p_value < 0.05
+    assert math.isnan(res.iman_davenport) and math.isnan(res.iman_davenport_p_value)
+    text = _iman_davenport_text({"iman_davenport": res.iman_davenport,
+                                 "iman_davenport_p_value": res.iman_davenport_p_value})
+    assert "undefined" in text and "inf" not in text

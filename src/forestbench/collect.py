@@ -15,7 +15,8 @@ from forestbench._io import atomic_path
 from forestbench.errors import DataError
 
 COLUMNS = ["experiment", "dataset", "method", "variant", "repeat", "seed", "step", "n_trees", "stage_fit_s",
-           "metric", "value", "higher_is_better", "validation_score", "fit_wall_s", "fit_cpu_s", "predict_wall_s", "predict_cpu_s", "n_nodes",
+           "metric", "value", "undefined_reason", "higher_is_better", "validation_score", "fit_wall_s", "fit_cpu_s",
+           "predict_wall_s", "predict_cpu_s", "n_nodes",
            "model_bytes", "peak_rss_mb", "n_train", "n_test", "split_sha256", "slurm_job_id", "host"]
 
 
@@ -51,13 +52,20 @@ def record_rows(record: dict) -> list[dict]:
     per_step = {int(s): (t, f) for s, t, f in zip(staged.get("steps", []), staged.get("n_trees", []),
                                                     staged.get("fit_seconds", []))}
     rows = []
+    undefined = record.get("undefined_scores") or {}
     for metric, value in record["scores"].items():
         hib = record["higher_is_better"][metric]
-        rows.append({**base, "metric": metric, "value": value, "higher_is_better": hib})
+        # an undefined score is null in the record (NaN here) with its reason; older records may hold NaN itself
+        reason = undefined.get(metric) if value is None or value != value else None
+        if reason is None and (value is None or value != value):
+            reason = "undefined (no reason recorded)"
+        rows.append({**base, "metric": metric, "value": value, "undefined_reason": reason, "higher_is_better": hib})
         for step, staged_value in (record.get("staged_scores", {}).get(metric) or {}).items():
             n_trees, seconds = per_step.get(int(step), (None, None))
             rows.append({**base, "metric": metric, "value": staged_value, "higher_is_better": hib, "step": int(step),
-                         "n_trees": n_trees, "stage_fit_s": seconds})
+                         "n_trees": n_trees, "stage_fit_s": seconds,
+                         "undefined_reason": None if staged_value is not None and staged_value == staged_value
+                         else "undefined"})
     return rows
 
 
@@ -94,13 +102,25 @@ def collect_selection(record_paths: list[str | Path]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SELECTION_COLUMNS)
 
 
+REQUIRED_KEYS = ("experiment", "dataset", "method", "variant", "repeat", "scores", "higher_is_better")
+
+
 def collect(record_paths: list[str | Path], experiment: str | None = None) -> pd.DataFrame:
     rows = []
     for path in sorted(map(str, record_paths)):
         record = read_record(path)
+        if not isinstance(record, dict):
+            raise DataError(f"run record {path} is not a JSON object; delete it and rerun its job")
+        missing = [k for k in REQUIRED_KEYS if k not in record]
+        if missing:
+            raise DataError(f"run record {path} lacks the key(s) {', '.join(missing)}; delete it and rerun its job")
         if experiment is not None and record["experiment"] != experiment:
             raise DataError(f"run record {path} belongs to experiment {record['experiment']!r}, not {experiment!r}")
-        rows.extend(record_rows(record))
+        try:
+            rows.extend(record_rows(record))
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise DataError(f"run record {path} is malformed ({type(exc).__name__}: {exc}); delete it and rerun "
+                            "its job") from None
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=COLUMNS)

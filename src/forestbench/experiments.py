@@ -143,8 +143,24 @@ class Plan:
             missing = set(wanted) - set(config["experiments"])
             if missing:
                 raise ConfigError(f"{source}: select.experiments names unknown experiment(s) {sorted(missing)}")
+        self._check_selection(config, select, source)
         if check_params:
             self.check_parameters()
+
+    def _check_selection(self, config: dict, select: dict, source: str) -> None:
+        """A select.variants / select.datasets name that no selected experiment has is an error listing the known
+        names (a typo would otherwise select nothing and succeed)."""
+        wanted = select.get("experiments")
+        scope = [cfg for name, cfg in config["experiments"].items() if not wanted or name in wanted]
+        known = {"datasets": sorted({d for cfg in scope for d in cfg.get("datasets", [])}),
+                 "variants": sorted({v.name for name, cfg in config["experiments"].items()
+                                     if not wanted or name in wanted
+                                     for v in expand_variants(name, cfg["methods"], cfg["metrics"])})}
+        for key, names in known.items():
+            unknown = sorted(set(select.get(key) or []) - set(names))
+            if unknown:
+                raise ConfigError(f"{source}: select.{key} names unknown {key[:-1]}(s) {unknown}; known: "
+                                  f"{', '.join(names)}")
 
     def check_parameters(self) -> None:
         """Refuse, before any job runs, a variant whose parameters (or tuning candidates) its estimator would

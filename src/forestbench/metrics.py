@@ -9,9 +9,18 @@ Conventions (see config/README.md):
 - Classification scores from a regression forest are thresholded at 0.5 (binary) or arg-maxed (multi-class).
 - A metric applies to the tasks it is defined for; an experiment mixing tasks scores each dataset with the metrics
   of its task.
+- Undefined scores. ``macro_r2`` / ``half_macro_r2`` score an output whose test values are constant as scikit-learn's
+  ``r2_score`` does (1 when it is predicted exactly, else 0), so one near-constant output (sf2's third one in a CV
+  fold) does not make the average -inf; when *every* output is constant the score is undefined. ``lrap`` without
+  any test row with a positive label, ``micro_auc`` / ``micro_average_precision`` without both classes in the test
+  labels, ``normalized_mse`` with a zero-variance test output and ``arrmse`` with a zero denominator are undefined.
+  An undefined score is written as ``null`` in the run record with its reason under ``undefined_scores``, a warning
+  goes to the job's log, and reports show the cell as "undefined" (not as "not run").
 """
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -19,6 +28,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from forestbench.errors import ConfigError
+
+
+class UndefinedScore(ValueError):
+    """The test rows do not define this score (e.g. r² of a constant target); the message says why."""
 
 
 def _skm():
@@ -41,7 +54,7 @@ def lrap(Y_true, Y_score) -> float:
     Y_true, Y_score = _2d(Y_true), _2d(Y_score)
     keep = Y_true.sum(axis=1) > 0
     if not keep.any():
-        return float("nan")
+        raise UndefinedScore("no test row has a positive label")
     return float(_skm().label_ranking_average_precision_score(Y_true[keep], Y_score[keep]))
 
 
@@ -58,11 +71,17 @@ def hamming_loss(Y_true, Y_score) -> float:
 
 
 def macro_r2(Y_true, Y_pred) -> float:
+    """Mean over outputs of r² (test-set mean as reference); a constant test output scores as in scikit-learn's
+    ``r2_score``: 1 if predicted exactly, else 0. Undefined when there is no output or every output is constant."""
     Y_true, Y_pred = _2d(Y_true), _2d(Y_pred)
+    if Y_true.shape[1] == 0 or Y_true.shape[0] == 0:
+        raise UndefinedScore("no test output")
     ss_res = ((Y_true - Y_pred) ** 2).sum(axis=0)
     ss_tot = ((Y_true - Y_true.mean(axis=0)) ** 2).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r2 = 1.0 - ss_res / ss_tot
+    constant = ss_tot == 0
+    if constant.all():
+        raise UndefinedScore(f"every one of the {len(constant)} test output(s) is constant (r² needs variance)")
+    r2 = np.where(constant, np.where(ss_res == 0, 1.0, 0.0), 1.0 - ss_res / np.where(constant, 1.0, ss_tot))
     return float(np.mean(r2))
 
 
@@ -70,8 +89,9 @@ def arrmse(Y_true, Y_pred, Y_train) -> float:
     Y_true, Y_pred, Y_train = _2d(Y_true), _2d(Y_pred), _2d(Y_train)
     num = ((Y_true - Y_pred) ** 2).sum(axis=0)
     den = ((Y_true - Y_train.mean(axis=0)) ** 2).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.mean(np.sqrt(num / den)))
+    if (den == 0).any():
+        raise UndefinedScore(f"{int((den == 0).sum())} output(s) whose test values all equal the training mean")
+    return float(np.mean(np.sqrt(num / den)))
 
 
 def half_macro_r2(Y_true, Y_pred) -> float:
@@ -89,18 +109,31 @@ def one_error(Y_true, Y_score) -> float:
     return float(np.mean(Y_true[np.arange(len(top)), top] == 0))
 
 
+def _both_classes(Y_true: np.ndarray) -> None:
+    positives = int(np.count_nonzero(Y_true))
+    if positives == 0 or positives == Y_true.size:
+        raise UndefinedScore("the test labels are all " + ("negative" if positives == 0 else "positive"))
+
+
 def micro_auc(Y_true, Y_score) -> float:
-    return float(_skm().roc_auc_score(_2d(Y_true), _2d(Y_score), average="micro"))
+    Y_true = _2d(Y_true)
+    _both_classes(Y_true)
+    return float(_skm().roc_auc_score(Y_true, _2d(Y_score), average="micro"))
 
 
 def micro_average_precision(Y_true, Y_score) -> float:
-    return float(_skm().average_precision_score(_2d(Y_true), _2d(Y_score), average="micro"))
+    Y_true = _2d(Y_true)
+    _both_classes(Y_true)
+    return float(_skm().average_precision_score(Y_true, _2d(Y_score), average="micro"))
 
 
 def normalized_mse(Y_true, Y_pred) -> float:
     """Mean squared error divided by the variance of the test outputs (the error on whitened outputs)."""
     Y_true, Y_pred = _2d(Y_true), _2d(Y_pred)
-    return float(np.mean(((Y_true - Y_pred) ** 2).mean(axis=0) / Y_true.var(axis=0)))
+    var = Y_true.var(axis=0)
+    if (var == 0).any():
+        raise UndefinedScore(f"{int((var == 0).sum())} test output(s) with zero variance")
+    return float(np.mean(((Y_true - Y_pred) ** 2).mean(axis=0) / var))
 
 
 def mse(Y_true, Y_pred) -> float:
@@ -142,9 +175,33 @@ class Metric:
         return task in self.tasks
 
     def __call__(self, Y_true, Y_pred, Y_train=None) -> float:
-        if self.needs_train:
-            return self.func(Y_true, Y_pred, Y_train)
-        return self.func(Y_true, Y_pred)
+        """The score, NaN when undefined (see :meth:`evaluate` for the reason)."""
+        value, _ = self.evaluate(Y_true, Y_pred, Y_train)
+        return float("nan") if value is None else value
+
+    def evaluate(self, Y_true, Y_pred, Y_train=None) -> tuple[float | None, str | None]:
+        """``(value, None)``, or ``(None, reason)`` when the test rows do not define the score."""
+        try:
+            value = self.func(Y_true, Y_pred, Y_train) if self.needs_train else self.func(Y_true, Y_pred)
+        except UndefinedScore as exc:
+            return None, str(exc)
+        if not math.isfinite(value):
+            return None, f"the computation gave {value}"
+        return value, None
+
+
+def score_all(metrics, Y_true, Y_pred, Y_train=None, context: str = "", log=None) -> tuple[dict, dict]:
+    """Scores of ``metrics`` (``None`` for an undefined one) and ``{metric: reason}`` of the undefined ones; each
+    undefined score is reported on ``log`` (default: standard error, i.e. the job's log) as a warning."""
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    scores, undefined = {}, {}
+    for m in metrics:
+        value, reason = m.evaluate(Y_true, Y_pred, Y_train)
+        scores[m.name] = value
+        if reason is not None:
+            undefined[m.name] = reason
+            log(f"warning: {context + ': ' if context else ''}{m.name} is undefined ({reason}); recorded as null")
+    return scores, undefined
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in [

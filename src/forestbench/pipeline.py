@@ -22,11 +22,15 @@ def _json_arg(text: str, what: str) -> dict:
 
 
 def _prepare(args) -> None:
+    from forestbench.datasets.download import raw_root
     from forestbench.datasets.prepare import prepare
-    from forestbench.datasets.registry import get_entry, load_registry
+    from forestbench.datasets.registry import get_entry, load_registry, read_entry_file
 
-    entry = get_entry(load_registry(args.registry), args.dataset)
-    ds = prepare(args.dataset, entry, args.out, raw_dir=args.raw_dir)
+    if args.entry:
+        entry = read_entry_file(args.entry, args.dataset)
+    else:
+        entry = get_entry(load_registry(args.registry), args.dataset)
+    ds = prepare(args.dataset, entry, args.out, raw_dir=args.raw_dir or raw_root())
     print(f"prepared {args.dataset}: n={ds.n_samples} p={ds.n_features} d={ds.n_outputs} -> {args.out}")
 
 
@@ -57,7 +61,7 @@ def _fit(args) -> None:
 
         budget = read_budget(args.budget)
     record = run(spec, args.prepared, args.split, args.out, extra=job, selected=selected, budget=budget)
-    scores = ", ".join(f"{k}={v:.4g}" for k, v in record["scores"].items())
+    scores = ", ".join(f"{k}={'undefined' if v is None else format(v, '.4g')}" for k, v in record["scores"].items())
     print(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']} repeat {spec['repeat']}: {scores} "
           f"(fit {record['fit_wall_s']:.2f} s)")
 
@@ -117,7 +121,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("prepare", help="prepare a dataset into its canonical .npz form")
     p.add_argument("dataset")
     p.add_argument("--registry", default="config/datasets.yaml")
-    p.add_argument("--raw-dir", default="data/raw")
+    p.add_argument("--entry", default=None,
+                   help="the dataset's registry entry as written by the workflow (data/registry/<dataset>.json); "
+                        "read instead of --registry")
+    p.add_argument("--raw-dir", default=None, help="raw-file cache (default: $FORESTBENCH_RAW or data/raw)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_prepare)
 

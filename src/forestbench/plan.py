@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from forestbench import resources as res
-from forestbench.errors import DataError
+from forestbench.errors import ConfigError, DataError
 
 DEFAULT_BASE = "config/config.yaml"
 RULES = ("fetch", "prepare", "split", "budget", "tune", "select", "fit", "collect", "report_experiment", "report_index")
@@ -115,6 +115,8 @@ def read_timings(results: str | Path) -> dict[tuple[str, str, str], list[float]]
     if not root.is_dir():
         return {}
     for path in sorted(root.rglob("*.json")):
+        if path.name.startswith("."):  # a temporary file of a record being written (or of a killed job)
+            continue
         try:
             record = json.loads(path.read_text())
             key = (str(record["experiment"]), str(record["dataset"]), str(record["variant"]))
@@ -166,7 +168,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanRepo
     from forestbench.datasets.registry import get_entry
 
     if chunk < 1:
-        raise ValueError(f"plan: chunk must be >= 1, got {chunk}")
+        raise ConfigError(f"--chunk must be >= 1 (fits per SLURM job), got {chunk}")
     timings = read_timings(results)
     by_dataset_variant: dict[tuple[str, str], list[float]] = defaultdict(list)
     for (_, dataset, variant), walls in timings.items():

@@ -109,7 +109,7 @@ def tree_nodes(n: int, min_samples_leaf: int = 1, max_depth: int | None = None,
         raise ValueError("resources: min_samples_leaf must be >= 1")
     nodes = 2.0 * n / min_samples_leaf
     if max_depth is not None:
-        nodes = min(nodes, 2.0 ** (int(max_depth) + 1) - 1)
+        nodes = min(nodes, 2.0 ** (min(int(max_depth), 1000) + 1) - 1)  # capped: 2.0**(2**63) overflows
     if max_leaf_nodes is not None:
         nodes = min(nodes, 2.0 * int(max_leaf_nodes) - 1)
     return max(nodes, 1.0)

@@ -18,7 +18,7 @@ from forestbench.datasets.splits import load_split
 from forestbench.datasets.store import load_dataset, read_header
 from forestbench.errors import ConfigError
 from forestbench.methods import get_method, load_plugins
-from forestbench.metrics import get_metric
+from forestbench.metrics import get_metric, score_all
 from forestbench.records import write_record
 from forestbench.variants import RUN_PARAMETERS  # noqa: F401  (re-exported: run parameters are not the estimator's)
 
@@ -166,14 +166,15 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
         Y_pred, pred_wall, pred_cpu = _timed(estimator.predict, X_test)
     Y_pred = _as_2d_float(Y_pred)
 
-    scores = {m.name: m(Y_test, Y_pred, Y_train) for m in metrics}
+    scores, undefined = score_all(metrics, Y_test, Y_pred, Y_train,
+                                  context=f"{spec['dataset']}/{spec['variant']} repeat {spec['repeat']}")
     final = getattr(estimator, "best_estimator_", estimator)
     record = {
         "spec": spec,
         "experiment": spec["experiment"], "dataset": spec["dataset"], "variant": spec["variant"],
         "method": spec["method"], "params": spec.get("params", {}), "repeat": int(spec["repeat"]),
         "seed": spec.get("seed"),
-        "scores": scores,
+        "scores": scores, "undefined_scores": undefined,
         "higher_is_better": {m.name: m.higher_is_better for m in metrics},
         "fit_wall_s": fit_wall, "fit_cpu_s": fit_cpu, "predict_wall_s": pred_wall, "predict_cpu_s": pred_cpu,
         "model": model_size(final),

@@ -13,6 +13,7 @@ Choices (documented for config/README.md):
 - The Nemenyi critical value is ``q_alpha = studentized_range.ppf(1 - alpha, k, inf) / sqrt(2)``; this reproduces
   Demšar's Table 5a and the CD of 2.29 for k = 8, N = 21 printed in the thesis (Fig. 6.7).
 - Pairwise p-values are two-sided. The Holm step-down correction is applied over all k(k-1)/2 pairs.
+- The Iman-Davenport F is undefined (NaN, reported as such) when all datasets rank the methods identically.
 - A pair whose differences are all zero gets p = 1; a t-test pair whose differences are a non-zero constant gets
   p = 0 (the t statistic is infinite).
 """
@@ -79,6 +80,7 @@ def friedman_test(scores: pd.DataFrame, higher_is_better: bool = True, tie_corre
 
     chi^2_F = 12 N / (k (k+1)) * sum_j (R_j - (k+1)/2)^2, divided by 1 - sum(t^3 - t) / (N k (k^2 - 1)) when
     ``tie_correction`` (t: sizes of the tie groups within each dataset); F_F = (N-1) chi^2_F / (N (k-1) - chi^2_F).
+    F_F and its p-value are NaN (undefined) when every dataset ranks the methods identically (chi^2_F = N (k-1)).
     The statistics do not depend on ``higher_is_better``; the returned average ranks do.
     """
     ranks = rank_table(scores, higher_is_better)
@@ -98,7 +100,9 @@ def friedman_test(scores: pd.DataFrame, higher_is_better: bool = True, tie_corre
     df1, df2 = k - 1, (k - 1) * (n - 1)
     f_denominator = n * (k - 1) - chi2
     if f_denominator <= 1e-12 * max(1.0, chi2):
-        f_stat, f_p = math.inf, 0.0
+        # every dataset ranks the methods in the same order: the within-dataset rank variance the F form divides
+        # by is zero, so F_F is undefined (NaN), not "inf with p = 0"; the chi^2 form above still applies
+        f_stat, f_p = math.nan, math.nan
     else:
         f_stat = (n - 1) * chi2 / f_denominator
         f_p = float(_sst.f.sf(f_stat, df1, df2))

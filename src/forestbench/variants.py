@@ -40,9 +40,9 @@ def expand_entry(experiment: str, entry: dict) -> list[tuple[str, dict]]:
                               "which is neither a parameter nor a grid key") from None
         if combo and name == template and len(points) > 1:
             name += "".join(f"-{k}={format_value(v)}" for k, v in combo.items())
-        if not re.fullmatch(NAME_PATTERN, name):
+        if not re.fullmatch(NAME_PATTERN, name) or name in (".", ".."):
             raise ConfigError(f"experiment {experiment}: variant name {name!r} may only use letters, digits "
-                              "and _.=+-")
+                              "and _.=+-, and may not be . or .. (it names a folder)")
         out.append((name, params))
     return out
 

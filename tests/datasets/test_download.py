@@ -117,13 +117,69 @@ def test_keyboard_interrupt_leaves_nothing(http_server, tmp_path):
     assert listing(tmp_path / "raw") == []
 
 
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
 def test_stale_part_file_from_killed_process_is_removed(http_server, dl, tmp_path):
+    from forestbench._io import temp_prefix
+
     raw = tmp_path / "raw"
     raw.mkdir()
-    (raw / ".a.arff.part-abc123").write_bytes(b"half")
+    dead = temp_prefix("a.arff").replace(f"-{os.getpid()}-", f"-{_dead_pid()}-")
+    (raw / f"{dead}abc123").write_bytes(b"half")      # a killed process of this host
+    old = raw / ".a.arff.part-abc123"                  # an unknown writer, untouched for two days
+    old.write_bytes(b"half")
+    os.utime(old, (0, os.stat(old).st_mtime - 2 * 86400))
     http_server.routes["/d/a.arff"] = Route(BODY)
     dl.fetch("toy", RemoteFile("a.arff", [http_server.url("/d/a.arff")], SHA), raw)
     assert listing(raw) == ["a.arff"]
+
+
+def test_concurrent_fetches_of_one_file_both_succeed(http_server, tmp_path):
+    """Before: the second fetch removed the first one's temporary file, which then died in os.replace."""
+    import threading
+
+    raw = tmp_path / "raw"
+    http_server.routes["/d/a.arff"] = Route(BODY)
+    started, release, errors = threading.Event(), threading.Event(), []
+
+    def pause(total):
+        started.set()
+        release.wait(10)
+
+    def first():
+        try:
+            Downloader(retries=1, lock=ShaLock(tmp_path / "l.yaml"), on_chunk=pause, log=lambda m: None).fetch(
+                "toy", RemoteFile("a.arff", [http_server.url("/d/a.arff")], SHA), raw)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert started.wait(10)
+    assert len(list(raw.glob(".a.arff.part-*"))) == 1
+    Downloader(retries=1, lock=ShaLock(tmp_path / "l.yaml"), log=lambda m: None).fetch(
+        "toy", RemoteFile("a.arff", [http_server.url("/d/a.arff")], SHA), raw)
+    release.set()
+    thread.join(10)
+    assert errors == []
+    assert listing(raw) == ["a.arff"] and (raw / "a.arff").read_bytes() == BODY
+
+
+def test_downloaded_files_respect_the_umask(http_server, dl, tmp_path):
+    http_server.routes["/d/a.arff"] = Route(BODY)
+    previous = os.umask(0o027)
+    try:
+        path = dl.fetch("toy", RemoteFile("a.arff", [http_server.url("/d/a.arff")], SHA), tmp_path / "raw")
+    finally:
+        os.umask(previous)
+    assert oct(os.stat(path).st_mode & 0o777) == oct(0o640)
 
 
 def test_corrupted_cache_is_downloaded_again(http_server, dl, tmp_path):
@@ -268,3 +324,17 @@ def test_new_archive_replaces_stale_extraction(http_server, dl, tmp_path):
     spec = {"name": "a.arff", "url": http_server.url("/a.gz"), "sha256": hashlib.sha256(blob).hexdigest(),
             "archive": "gz"}
     assert dl.fetch("toy", RemoteFile.from_spec(spec), raw).read_bytes() == BODY
+
+
+def test_extracted_tree_respects_the_umask(tmp_path):
+    archive = tmp_path / "a.tar.gz"
+    member = tmp_path / "x.txt"
+    member.write_text("x")
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(member, arcname="d/x.txt")
+    previous = os.umask(0o022)
+    try:
+        root = extract_tree("toy", archive, tmp_path / "tree")
+    finally:
+        os.umask(previous)
+    assert oct(os.stat(root).st_mode & 0o777) == oct(0o755)

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from dsfixtures_http import Route
-from test_remote import XML, arff, toy_multilabel
+from test_from_files import XML, arff, toy_multilabel
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,6 @@
 # Shared helpers: the expanded plan (forestbench.experiments) and the inputs/parameters rules derive from it.
 import json
+import os
 import sys
 
 try:
@@ -10,7 +11,8 @@ except ImportError as _exc:
         'Activate the environment where you ran `pip install -e ".[test]"` (or install it into this one) '
         "and run snakemake from there."
     )
-from forestbench.datasets.download import remote_files, unavailable_reason
+from forestbench.datasets.download import raw_root, remote_files, unavailable_reason
+from forestbench.datasets.registry import write_entry_file
 from forestbench.experiments import NAME_PATTERN, Job, Plan, TuneJob
 
 # Parameters are checked against the estimators (which imports them) once, by the Snakemake process that builds the
@@ -143,12 +145,34 @@ def all_targets():
 # ---------------------------------------------------------------- raw files of downloaded datasets
 
 
+# the raw-file cache: $FORESTBENCH_RAW or data/raw, the same folder for fetch, prepare and `forestbench datasets`
+RAW_ROOT = os.path.normpath(raw_root())
+
+
+def raw_root_of(wildcards):
+    return RAW_ROOT
+
+
 def raw_files(dataset):
     """The raw files the prepare step of ``dataset`` reads (empty for embedded sources)."""
     entry = PLAN.registry.get(dataset)
     if entry is None or entry["source"]["kind"] != "download" or unavailable_reason(dataset, entry):
         return []
-    return [f"data/raw/{dataset}/{rf.name}" for rf in remote_files(entry)]
+    return [os.path.join(RAW_ROOT, dataset, rf.name) for rf in remote_files(entry)]
+
+
+def registry_entry(wildcards):
+    """data/registry/<dataset>.json: the part of the dataset's registry entry that determines its prepared file,
+    rewritten only when that part changes. As an input of prepare, an edited entry (a generator seed, an encoding
+    option) reruns exactly that dataset's prepare and what depends on it, whatever the rerun triggers."""
+    try:
+        entry = PLAN.registry[wildcards.dataset]
+    except KeyError:
+        raise WorkflowError(
+            f"dataset {wildcards.dataset!r} is not in the registry "
+            f"{config.get('datasets_registry', 'config/datasets.yaml')}"
+        )
+    return str(write_entry_file(wildcards.dataset, entry))
 
 
 def raw_inputs(wildcards):

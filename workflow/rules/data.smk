@@ -3,7 +3,8 @@
 
 rule prepare:
     input:
-        raw_inputs,  # download.smk: the verified raw files of a downloaded dataset (none for embedded ones)
+        raw=raw_inputs,  # download.smk: the verified raw files of a downloaded dataset (none for embedded ones)
+        entry=registry_entry,  # common.smk: the dataset's registry entry, rewritten only when it changes
     output:
         "data/prepared/{dataset}.npz",
     conda:
@@ -14,9 +15,9 @@ rule prepare:
         mem_mb=data_mem_mb,
         runtime=data_runtime,
     params:
-        registry=config.get("datasets_registry", "config/datasets.yaml"),
+        raw_dir=raw_root_of,
     shell:
-        "python -m forestbench prepare {wildcards.dataset} --registry {params.registry} "
+        "python -m forestbench prepare {wildcards.dataset} --entry {input.entry} --raw-dir {params.raw_dir:q} "
         "--out {output} > {log} 2>&1"
 
 

@@ -1,11 +1,11 @@
 # Raw files of the downloaded datasets (registry entries with source.kind: download).
 # One job per raw file: an interrupted run keeps the files already verified and fetches only the missing ones.
 # Each job streams to a temporary file, checks the sha256 (registry or config/datasets.lock.yaml) and renames it
-# into data/raw/<dataset>/<file>; nothing partial is left behind. Unavailable datasets (no public source, no
+# into <raw cache>/<dataset>/<file> (data/raw, or $FORESTBENCH_RAW); nothing partial is left behind. Unavailable datasets (no public source, no
 # local_path) are never requested; common.smk prints their names.
 rule fetch:
     output:
-        "data/raw/{dataset}/{filename}",
+        os.path.join(RAW_ROOT, "{dataset}", "{filename}"),
     wildcard_constraints:
         filename=r"[^/]+",
     conda:
@@ -14,10 +14,11 @@ rule fetch:
         "results/logs/fetch/{dataset}/{filename}.log",
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
+        raw_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
     retries: 0  # the downloader retries with back-off itself
     shell:
-        "python -m forestbench datasets --registry {params.registry} fetch {wildcards.dataset} "
-        "--file {wildcards.filename} > {log} 2>&1"
+        "python -m forestbench datasets --registry {params.registry} --raw-dir {params.raw_dir:q} "
+        "fetch {wildcards.dataset} --file {wildcards.filename} > {log} 2>&1"
 
 
 rule fetch_all:

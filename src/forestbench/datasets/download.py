@@ -2,7 +2,7 @@
 
 Guarantees:
 
-* A file is streamed into a temporary file in its final directory (``.<name>.part-XXXX``), hashed while it is
+* A file is streamed into a temporary file in its final directory (``.<name>.part-<host>-<pid>-XXXX``), hashed while it is
   written, checked (size announced by the server, size and sha256 of the registry or of the lock file) and only then
   renamed onto its final name with :func:`os.replace`. On any failure, ``KeyboardInterrupt`` included, the temporary
   file is removed, so ``data/raw/`` never holds a partial or unverified file under a final name. Stale temporary files
@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from forestbench._io import apply_umask, current_umask, is_stale_temp, temp_prefix
 from forestbench.errors import DownloadError
 
 CHUNK = 1 << 16
@@ -242,9 +243,11 @@ class Downloader:
     # -- internals --------------------------------------------------------------------------------------------------
     @staticmethod
     def _remove_stale_parts(directory: Path, name: str) -> None:
+        """Remove temporary files of ``name`` left by killed processes; a concurrent fetch's file is kept."""
         for stale in directory.glob(f".{name}.part-*"):
-            with contextlib.suppress(FileNotFoundError):
-                stale.unlink()
+            if is_stale_temp(stale, name):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
 
     def _download_any(self, dataset: str, rf: RemoteFile, dest: Path, expected: str | None,
                       expected_size: int | None) -> None:
@@ -269,7 +272,7 @@ class Downloader:
                             + "\n  ".join(failures))
 
     def _download_one(self, url: str, dest: Path, expected: str | None, expected_size: int | None) -> None:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.part-", dir=dest.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(dest.name), dir=dest.parent)
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as out:
@@ -278,6 +281,7 @@ class Downloader:
                 raise _Fatal(f"sha256 mismatch: expected {expected}, got {digest} ({total} bytes)")
             if expected_size is not None and total != int(expected_size):
                 raise _Fatal(f"size mismatch: expected {expected_size} bytes, got {total} (sha256 {digest})")
+            apply_umask(tmp)
             os.replace(tmp, dest)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -329,7 +333,7 @@ class Downloader:
 # ------------------------------------------------------------------------------------------------------------------
 def extract(dataset: str, archive: Path, fmt: str, member: str | None, target: Path) -> Path:
     """Decompress ``archive`` (or extract its ``member``) atomically into ``target``."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.part-", dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), dir=target.parent)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -338,6 +342,7 @@ def extract(dataset: str, archive: Path, fmt: str, member: str | None, target: P
             except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, KeyError) as exc:
                 raise DownloadError(f"dataset {dataset!r}: cannot extract {member or 'the content'} from {archive} "
                                     f"({fmt}): {exc}") from None
+        apply_umask(tmp)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -404,6 +409,7 @@ def extract_tree(dataset: str, archive: Path, target_dir: Path) -> Path:
                             shutil.copyfileobj(src, out, CHUNK)
         except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as exc:
             raise DownloadError(f"dataset {dataset!r}: cannot extract {archive}: {exc}") from None
+        os.chmod(tmp_dir, 0o777 & ~current_umask())  # mkdtemp makes it 0700 whatever the umask
         os.replace(tmp_dir, target_dir)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)

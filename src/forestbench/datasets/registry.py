@@ -1,6 +1,7 @@
 """The dataset registry (``config/datasets.yaml``): what each dataset is, where it comes from, how it is split."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from forestbench.errors import ConfigError
@@ -40,3 +41,46 @@ def protocol_of(registry: dict, dataset: str, protocol: str, global_protocols: d
         return global_protocols[protocol]
     known = sorted(set(own) | set(global_protocols or {}))
     raise ConfigError(f"dataset {dataset}: no protocol {protocol!r} (defined: {', '.join(known) or 'none'})")
+
+
+# what a file spec says about where to download it, not about its content (the sha256 pins the content)
+_LOCATION_KEYS = ("url", "mirrors", "alternative")
+
+
+def prepare_entry(entry: dict) -> dict:
+    """The part of a registry entry that determines its prepared file: the task, the expected shape and the source
+    (without download locations and prose). Editing anything else (notes, citation, protocols, a mirror URL) does
+    not change the prepared data."""
+    source = dict(entry.get("source") or {})
+    if source.get("files"):
+        source["files"] = [{k: v for k, v in f.items() if k not in _LOCATION_KEYS} for f in source["files"]]
+    return {"task": entry.get("task"), "shape": entry.get("shape"), "source": source}
+
+
+def write_entry_file(name: str, entry: dict, directory: str | Path = "data/registry") -> Path:
+    """Write ``<directory>/<name>.json`` (the :func:`prepare_entry` of ``entry``) only when its content changes, so
+    that its modification time tells the workflow exactly which dataset's prepare step is out of date."""
+    from forestbench._io import write_text
+
+    path = Path(directory) / f"{name}.json"
+    text = json.dumps({"dataset": name, "entry": prepare_entry(entry)}, indent=2, sort_keys=True) + "\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    write_text(path, text)
+    return path
+
+
+def read_entry_file(path: str | Path, name: str) -> dict:
+    """The entry written by :func:`write_entry_file` for dataset ``name``."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entry = data["entry"]
+        if data["dataset"] != name or not isinstance(entry, dict) or "source" not in entry or "task" not in entry:
+            raise ValueError(f"it describes dataset {data['dataset']!r}, not {name!r}, or lacks task/source")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"registry entry file {path} is unreadable ({exc}); delete it and rerun") from None
+    return entry

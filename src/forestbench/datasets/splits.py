@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -113,17 +114,19 @@ def manifest_path(path: str | Path) -> Path:
 def load_split(path: str | Path, index: int) -> tuple[np.ndarray, np.ndarray, dict]:
     """The ``index``-th (train, test) pair and the manifest entry describing it; verified against the manifest."""
     path = Path(path)
+    corrupted = (f"split file {path} or its manifest is missing or corrupted ({{}}); delete both and rerun the "
+                 "'split' step")
     try:
         manifest = json.loads(manifest_path(path).read_text())
         with np.load(path, allow_pickle=False) as npz:
+            if f"train_{index}" not in npz.files or f"test_{index}" not in npz.files:
+                raise DataError(f"split file {path} has no split {index}")
             train, test = npz[f"train_{index}"], npz[f"test_{index}"]
-    except KeyError:
-        raise DataError(f"split file {path} has no split {index}") from None
-    except (OSError, ValueError) as exc:
-        raise DataError(f"split file {path} or its manifest is missing or corrupted ({exc}); "
-                        "delete it and rerun 'split'") from exc
-    entry = manifest["splits"][index]
-    if _sha(train) != entry["train_sha256"] or _sha(test) != entry["test_sha256"]:
+        entry = manifest["splits"][index]
+        expected = (entry["train_sha256"], entry["test_sha256"], manifest["sha256"], manifest["protocol"])
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, IndexError, TypeError) as exc:
+        raise DataError(corrupted.format(f"{type(exc).__name__}: {exc}")) from None
+    if _sha(train) != expected[0] or _sha(test) != expected[1]:
         raise DataError(f"split file {path}: split {index} does not match its manifest checksum")
     return train, test, {"split_sha256": manifest["sha256"], "split_index": index, "protocol": manifest["protocol"],
                          "train_sha256": entry["train_sha256"], "test_sha256": entry["test_sha256"]}

@@ -91,15 +91,35 @@ def final_rows(scores: pd.DataFrame, metric: str) -> pd.DataFrame:
     return rows[rows["value"].notna()]
 
 
+SUMMARY_COLUMNS = ["dataset", "variant", "mean", "std", "n", "undefined"]
+
+
 def summarise(scores: pd.DataFrame, metric: str, ddof: int = 1) -> pd.DataFrame:
-    """Mean, std and number of repeats per (dataset, variant) of ``metric``: columns dataset, variant, mean, std, n."""
-    rows = final_rows(scores, metric)
+    """Mean, std and number of repeats per (dataset, variant) of ``metric``: columns dataset, variant, mean, std, n,
+    and ``undefined``, the number of finished repeats whose score is undefined (recorded as null: e.g. r² of a
+    constant test target). A cell whose repeats are all undefined has mean NaN, n 0 and undefined > 0, which the
+    reports show as "undefined" rather than "not run"."""
+    final = scores[(scores["metric"] == metric) & scores["step"].isna()]
+    rows = final[final["value"].notna()]
+    undefined = final[final["value"].isna()].groupby(["dataset", "variant"], sort=False).size()
+    if rows.empty and undefined.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
     if rows.empty:
-        return pd.DataFrame(columns=["dataset", "variant", "mean", "std", "n"])
-    grouped = rows.groupby(["dataset", "variant"], sort=False)["value"]
-    out = grouped.agg(mean="mean", n="count").reset_index()
-    out["std"] = grouped.std(ddof=ddof).to_numpy()
-    return out[["dataset", "variant", "mean", "std", "n"]]
+        out = pd.DataFrame(columns=["dataset", "variant", "mean", "n", "std"])
+    else:
+        grouped = rows.groupby(["dataset", "variant"], sort=False)["value"]
+        out = grouped.agg(mean="mean", n="count").reset_index()
+        out["std"] = grouped.std(ddof=ddof).to_numpy()
+    if not undefined.empty:
+        undefined = undefined.rename("undefined").reset_index()
+        out = out.merge(undefined, on=["dataset", "variant"], how="outer", sort=False)
+    else:
+        out["undefined"] = 0
+    out["undefined"] = out["undefined"].fillna(0).astype(int)
+    out["n"] = out["n"].fillna(0).astype(int)
+    out["mean"] = out["mean"].astype(float)
+    out["std"] = out["std"].astype(float)
+    return out[SUMMARY_COLUMNS].reset_index(drop=True)
 
 
 def ordered_unique(values) -> list:

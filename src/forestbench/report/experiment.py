@@ -6,6 +6,7 @@ The report kinds form a registry (``REPORT_KINDS``: kind -> function); adding a 
 from __future__ import annotations
 
 import html
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,7 +104,8 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
                                 score_matrix(summary, datasets, variants, "std"),
                                 score_matrix(summary, datasets, variants, "n"),
                                 baseline=None if baseline is None else str(baseline),
-                                decimals=int(spec.get("decimals", 3)), sig_rule=str(spec.get("sig_rule", "max_std")))
+                                decimals=int(spec.get("decimals", 3)), sig_rule=str(spec.get("sig_rule", "max_std")),
+                                undefined=score_matrix(summary, datasets, variants, "undefined"))
     base = ctx.out_dir / "tables" / slug
     sec = Section("table", f"{metric}: mean ± std per dataset" + (f" (baseline {baseline})" if baseline else ""))
     sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_wide_csv()),
@@ -114,9 +116,20 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
     missing = table.missing_cells()
     if missing:
         sec.notes.append(f"{len(missing)} cell(s) not run: " + _short([f"{d}/{v}" for d, v in missing]))
+    undefined = table.undefined_cells()
+    if undefined:
+        sec.notes.append(f"{len(undefined)} cell(s) with undefined scores (recorded as null, reason in the run "
+                         "records' undefined_scores): " + _short([f"{d}/{v} ({k} repeat(s))" for d, v, k in undefined]))
     if baseline is not None:
         sec.data["marks_vs_baseline"] = table.mark_counts()
     return sec
+
+
+def _iman_davenport_text(info: dict) -> str:
+    f, p = info.get("iman_davenport"), info.get("iman_davenport_p_value")
+    if f is None or p is None or not (math.isfinite(f) and math.isfinite(p)):
+        return "Iman–Davenport F undefined (every dataset ranks the variants in the same order)"
+    return f"Iman–Davenport F = {f:.3f}, p = {p:.3g}"
 
 
 @report_kind("cd_diagram")
@@ -144,7 +157,7 @@ def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
     ranks = pd.DataFrame({"variant": list(info["average_ranks"]), "average_rank": list(info["average_ranks"].values())})
     ranks = ranks.sort_values("average_rank", kind="stable")
     summary_lines = [f"Friedman χ² = {info['friedman_statistic']:.3f}, p = {info['friedman_p_value']:.3g}; "
-                     f"Iman–Davenport F = {info['iman_davenport']:.3f}, p = {info['iman_davenport_p_value']:.3g}; "
+                     + _iman_davenport_text(info) + "; "
                      f"Nemenyi CD = {info['critical_difference']:.3f} at α = {alpha} (k = {info['n_methods']}, "
                      f"N = {info['n_datasets']})"]
     csv = ranks.assign(critical_difference=info["critical_difference"], friedman_p_value=info["friedman_p_value"],
@@ -386,7 +399,8 @@ def missing_cells(scores: pd.DataFrame, metrics: list[str], datasets: list[str],
     """Every expected (dataset, variant, metric) with no final score."""
     out = []
     for metric in metrics:
-        rows = final_rows(scores, metric)
+        # a finished job whose score is undefined (null) has a result: it is reported as undefined, not missing
+        rows = scores[(scores["metric"] == metric) & scores["step"].isna()]
         have = set(zip(rows["dataset"], rows["variant"]))
         out += [{"dataset": d, "variant": v, "metric": metric}
                 for d in datasets for v in variants if (d, v) not in have]

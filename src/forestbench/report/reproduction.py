@@ -20,6 +20,7 @@ from forestbench.errors import ConfigError
 STATUS_OK = "ok"
 STATUS_OUT = "OUT OF TOLERANCE"
 STATUS_NOT_RUN = "not run"
+STATUS_UNDEFINED = "undefined"
 STATUS_NO_STD = "no published std"
 STATUS_NO_VALUE = "no published value"
 
@@ -39,6 +40,7 @@ class Reproduction:
     def counts(self) -> dict[str, int]:
         c = self.frame["status"].value_counts()
         return {"cells": int(len(self.frame)), "run": int((self.frame["status"] != STATUS_NOT_RUN).sum()),
+                "undefined": int(c.get(STATUS_UNDEFINED, 0)),
                 "within_tolerance": int(c.get(STATUS_OK, 0)), "out_of_tolerance": int(c.get(STATUS_OUT, 0)),
                 "not_run": int(c.get(STATUS_NOT_RUN, 0)), "no_published_std": int(c.get(STATUS_NO_STD, 0)),
                 "no_published_value": int(c.get(STATUS_NO_VALUE, 0))}
@@ -55,7 +57,7 @@ class Reproduction:
         return (f"{c['cells']} published cells of {self.table} ({self.metric}): {c['run']} run, "
                 f"{c['within_tolerance']} within {self.tolerance_std:g} published std, "
                 f"{c['out_of_tolerance']} out of tolerance, {c['no_published_std']} without published std, "
-                f"{c['not_run']} not run")
+                f"{c['not_run']} not run" + (f", {c['undefined']} undefined" if c["undefined"] else ""))
 
     def _rows(self):
         for r in self.frame.itertuples(index=False):
@@ -180,14 +182,15 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
         paper_std = pd.to_numeric(r.std, errors="coerce")
         for variant in method_to_variant[r.method_id]:
             mean = std = np.nan
-            n = 0
+            n = n_undefined = 0
             if ours is not None and (dataset, variant) in ours.index:
                 cell = ours.loc[(dataset, variant)]
                 mean, std, n = float(cell["mean"]), float(cell["std"]), int(cell["n"])
+                n_undefined = int(cell["undefined"]) if "undefined" in cell.index else 0
             diff = mean - paper_value if not (pd.isna(mean) or pd.isna(paper_value)) else np.nan
             diff_std = diff / paper_std if not pd.isna(diff) and not pd.isna(paper_std) and paper_std > 0 else np.nan
             if pd.isna(mean):
-                status = STATUS_NOT_RUN
+                status = STATUS_UNDEFINED if n_undefined else STATUS_NOT_RUN
             elif pd.isna(paper_value):
                 status = STATUS_NO_VALUE
             elif not pd.isna(diff_std):

@@ -35,6 +35,7 @@ class MeanStdTable:
     baseline: str | None = None
     decimals: int = 3
     sig_rule: str = "max_std"
+    undefined: pd.DataFrame | None = None  # datasets x variants: finished repeats whose score is undefined
     best: pd.DataFrame = field(init=False)
     mark: pd.DataFrame = field(init=False)
     average_rank: pd.Series | None = field(init=False, default=None)
@@ -82,8 +83,25 @@ class MeanStdTable:
     def variants(self) -> list:
         return list(self.mean.columns)
 
+    def n_undefined(self, d, v) -> int:
+        if self.undefined is None or d not in self.undefined.index or v not in self.undefined.columns:
+            return 0
+        k = self.undefined.loc[d, v]
+        return 0 if pd.isna(k) else int(k)
+
+    def status(self, d, v) -> str:
+        """"ok", "undefined" (every finished repeat has an undefined score) or "not run"."""
+        if not pd.isna(self.mean.loc[d, v]):
+            return "ok"
+        return "undefined" if self.n_undefined(d, v) else "not run"
+
     def missing_cells(self) -> list[tuple[str, str]]:
-        return [(str(d), str(v)) for d in self.datasets for v in self.variants if pd.isna(self.mean.loc[d, v])]
+        return [(str(d), str(v)) for d in self.datasets for v in self.variants if self.status(d, v) == "not run"]
+
+    def undefined_cells(self) -> list[tuple[str, str, int]]:
+        """(dataset, variant, number of undefined repeats) of every cell with at least one undefined repeat."""
+        return [(str(d), str(v), self.n_undefined(d, v)) for d in self.datasets for v in self.variants
+                if self.n_undefined(d, v)]
 
     def mark_counts(self) -> dict[str, dict[str, int]]:
         return {v: {"+": int((self.mark[v] == "+").sum()), "-": int((self.mark[v] == "-").sum())}
@@ -95,9 +113,10 @@ class MeanStdTable:
     def cell_text(self, d, v) -> str:
         m = self.mean.loc[d, v]
         if pd.isna(m):
-            return "not run"
+            return self.status(d, v)
         s = self.std.loc[d, v]
-        return self._num(m) + ("" if pd.isna(s) else f" ± {self._num(s)}")
+        k = self.n_undefined(d, v)
+        return self._num(m) + ("" if pd.isna(s) else f" ± {self._num(s)}") + (f" ({k} undefined)" if k else "")
 
     # --- renderers -----------------------------------------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:
@@ -109,7 +128,7 @@ class MeanStdTable:
                 rows.append({"dataset": d, "variant": v, "metric": self.metric, "mean": m, "std": self.std.loc[d, v],
                              "n": 0 if pd.isna(self.n.loc[d, v]) else int(self.n.loc[d, v]),
                              "best": bool(self.best.loc[d, v]), "mark_vs_baseline": self.mark.loc[d, v],
-                             "status": "not run" if pd.isna(m) else "ok"})
+                             "undefined": self.n_undefined(d, v), "status": self.status(d, v)})
         return pd.DataFrame(rows)
 
     def to_csv(self) -> str:
@@ -126,7 +145,7 @@ class MeanStdTable:
             marks = []
             for d in self.datasets:
                 parts = (["best"] if self.best.loc[d, v] else []) + ([self.mark.loc[d, v]] if self.mark.loc[d, v] else [])
-                marks.append(" ".join(parts) if not pd.isna(self.mean.loc[d, v]) else "not run")
+                marks.append(" ".join(parts) if not pd.isna(self.mean.loc[d, v]) else self.status(d, v))
             out[f"{v} mark"] = marks
         if self.average_rank is not None:
             rank_row = {"dataset": "avg. rank"}
@@ -180,7 +199,7 @@ class MeanStdTable:
             for v in self.variants:
                 m = self.mean.loc[d, v]
                 if pd.isna(m):
-                    cells.append("--")
+                    cells.append("undefined" if self.status(d, v) == "undefined" else "--")
                     continue
                 s = self.std.loc[d, v]
                 num = self._num(m)
@@ -208,7 +227,7 @@ class MeanStdTable:
                 text = html.escape(self.cell_text(d, v))
                 cls = []
                 if pd.isna(self.mean.loc[d, v]):
-                    cls.append("missing")
+                    cls.append("undefined" if self.status(d, v) == "undefined" else "missing")
                 if self.best.loc[d, v]:
                     text = f"<b>{text}</b>"
                 mark = self.mark.loc[d, v]

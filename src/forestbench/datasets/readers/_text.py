@@ -1,4 +1,5 @@
-"""Opening raw text files: transparent .gz/.bz2, undecodable bytes kept (surrogateescape) rather than raised."""
+"""Opening raw text files: transparent .gz/.bz2, a leading UTF-8 byte-order mark skipped (spreadsheet exports write
+one), undecodable bytes kept (surrogateescape) rather than raised."""
 from __future__ import annotations
 
 import bz2
@@ -9,7 +10,7 @@ import os
 from forestbench.errors import ParseError
 
 
-def open_text(path: str | os.PathLike, encoding: str = "utf-8"):
+def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig"):
     path = str(path)
     try:
         if path.endswith(".gz"):

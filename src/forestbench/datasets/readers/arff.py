@@ -65,16 +65,59 @@ class ArffFile:
 # tokenising
 # ----------------------------------------------------------------------------------------------------------------
 _QUOTED = re.compile(r"""\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,'"]*?)\s*(,|$)""", re.S)
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "%": "%"}
+# pieces of a list: a quoted string (escapes inside), a run of other characters, or a separating comma
+_TOP_LEVEL = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,'"]+|,""", re.S)
+_QUOTED_TOKEN = re.compile(r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"', re.S)
+
+# Escapes inside quoted strings, as the ARFF writers (Weka, liac-arff) produce them: the usual one-letter escapes,
+# \0 ... \9 as the control characters 0-9, up to three octal digits (\011 is a tab) and \uXXXX.
+_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f", "%": "%",
+            **{str(i): chr(i) for i in range(10)}}
+_ESCAPE = re.compile(r"\\([0-9]{1,3}|u[0-9a-fA-F]{4}|.)", re.S)
 
 
-def _unquote(tok: str) -> str:
+def _decode_escape(match: re.Match) -> str:
+    code = match.group(1)
+    if len(code) == 1:
+        try:
+            return _ESCAPES[code]
+        except KeyError:
+            raise ValueError(f"unsupported escape sequence \\{code}") from None
+    if code[0] == "u":
+        return chr(int(code[1:], 16))
+    try:
+        return chr(int(code, 8))
+    except ValueError:
+        raise ValueError(f"invalid octal escape \\{code}") from None
+
+
+def _unquote(tok: str, path=None, lineno: int | None = None) -> str:
     if len(tok) >= 2 and tok[0] == tok[-1] and tok[0] in "'\"":
         body = tok[1:-1]
         if "\\" in body:
-            body = re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
+            try:
+                body = _ESCAPE.sub(_decode_escape, body)
+            except ValueError as exc:
+                raise ParseError(path, lineno, f"{exc} in {tok[:40]!r}") from None
         return body
     return tok
+
+
+def _split_top_level(text: str, path, lineno: int, what: str) -> list[str]:
+    """Split on commas outside quotes, keeping each piece's text (quotes included)."""
+    items, current, pos, n = [], [], 0, len(text)
+    while pos < n:
+        m = _TOP_LEVEL.match(text, pos)
+        if m is None:
+            raise ParseError(path, lineno, f"unbalanced quote in {what}: {text[pos:pos + 40]!r}")
+        if m.group(0) == ",":
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(m.group(0))
+        pos = m.end()
+    items.append("".join(current))
+    return items
 
 
 def split_quoted(text: str, path, lineno: int, sep_name: str = "value") -> list[str]:
@@ -86,7 +129,7 @@ def split_quoted(text: str, path, lineno: int, sep_name: str = "value") -> list[
         m = _QUOTED.match(text, pos)
         if m is None or (m.end() == pos and pos < n):
             raise ParseError(path, lineno, f"unbalanced quote in {sep_name} list: {text[pos:pos + 40]!r}")
-        out.append(_unquote(m.group(1)))
+        out.append(_unquote(m.group(1), path, lineno))
         if m.group(2) == "":
             if m.end() != n:
                 raise ParseError(path, lineno, f"unexpected text after {sep_name}: {text[m.end():m.end() + 40]!r}")
@@ -104,7 +147,7 @@ def _first_word(text: str, path, lineno: int) -> tuple[str, str]:
         m = re.match(r"%s((?:[^%s\\]|\\.)*)%s" % (q, q, q), text)
         if not m:
             raise ParseError(path, lineno, f"unbalanced quote in name: {text[:40]!r}")
-        return _unquote(m.group(0)), text[m.end():].strip()
+        return _unquote(m.group(0), path, lineno), text[m.end():].strip()
     parts = text.split(None, 1)
     return parts[0], (parts[1].strip() if len(parts) > 1 else "")
 
@@ -203,8 +246,9 @@ class _Block:
 class _Decoder:
     """Turns the tokens of one block into (column, value) arrays, per attribute kind."""
 
-    def __init__(self, path, attributes: list[Attribute]):
+    def __init__(self, path, attributes: list[Attribute], max_abs: float | None = None):
         self.path = path
+        self.max_abs = max_abs
         self.m = len(attributes)
         self.attributes = attributes
         # group columns by kind: -1 numeric, -2 raw text, g >= 0 nominal group g (same value tuple)
@@ -225,13 +269,14 @@ class _Decoder:
     def decode(self, block: _Block, cols: np.ndarray, row0: int, text: dict) -> np.ndarray:
         kinds = self.kind[cols]
         if not self.group_maps and not self.has_text:  # all numeric: no regrouping needed
-            return to_float(self.path, block.vals, block.lengths, block.lines)
+            return to_float(self.path, block.vals, block.lengths, block.lines, max_abs=self.max_abs)
         vals = np.asarray(block.vals, dtype=object)
         out = np.empty(len(vals), dtype=np.float64)
         num = kinds == -1
         if num.any():
             pos = np.flatnonzero(num)
-            out[pos] = to_float(self.path, vals[pos].tolist(), block.lengths, block.lines, positions=pos)
+            out[pos] = to_float(self.path, vals[pos].tolist(), block.lengths, block.lines, positions=pos,
+                                max_abs=self.max_abs)
         for g, mapping in enumerate(self.group_maps):
             pos = np.flatnonzero(kinds == g)
             if not pos.size:
@@ -240,39 +285,33 @@ class _Decoder:
             try:
                 out[pos] = np.fromiter(map(mapping.__getitem__, toks), dtype=np.float64, count=len(toks))
             except KeyError:
-                for k, tok in zip(pos.tolist(), toks):
-                    if tok in mapping:
-                        continue
-                    if _unquote(tok) in mapping:  # quoted spelling of a declared value
-                        out[k] = mapping[_unquote(tok)]
-                        continue
-                    attr = self.attributes[int(cols[k])]
-                    values = self.group_values[g]
-                    shown = ",".join(values[:10]) + (",..." if len(values) > 10 else "")
-                    raise ParseError(self.path, locate(block.lengths, block.lines, k),
-                                     f"value {tok!r} not declared for nominal attribute {attr.name!r} {{{shown}}}")
-                else:
-                    ok = [k for k, tok in zip(pos.tolist(), toks) if tok in mapping]
-                    out[ok] = [mapping[vals[k]] for k in ok]
+                # tokens arrive unquoted (split_quoted / the sparse pair splitter), so a miss is an undeclared value
+                k, tok = next((k, tok) for k, tok in zip(pos.tolist(), toks) if tok not in mapping)
+                attr = self.attributes[int(cols[k])]
+                values = self.group_values[g]
+                shown = ",".join(values[:10]) + (",..." if len(values) > 10 else "")
+                raise ParseError(self.path, locate(block.lengths, block.lines, k),
+                                 f"value {tok!r} not declared for nominal attribute {attr.name!r} {{{shown}}}")
         if self.has_text:
             pos = np.flatnonzero(kinds == -2)
             if pos.size:
                 ends = np.cumsum(block.lengths)
                 rows = np.searchsorted(ends, pos, side="right") + row0
                 for k, r in zip(pos.tolist(), rows.tolist()):
-                    text.setdefault(self.attributes[int(cols[k])].name, {})[r] = _unquote(vals[k])
+                    text.setdefault(self.attributes[int(cols[k])].name, {})[r] = vals[k]  # already unquoted
             out[pos] = np.nan
         return out
 
 
 @guard_io
-def read_arff(path: str | os.PathLike) -> ArffFile:
-    """Read a dense or sparse ARFF file (optionally .gz/.bz2 compressed)."""
+def read_arff(path: str | os.PathLike, max_abs: float | None = None) -> ArffFile:
+    """Read a dense or sparse ARFF file (optionally .gz/.bz2 compressed). With ``max_abs``, a numeric value of
+    larger magnitude is a ParseError (the prepare step passes the float32 range of prepared data)."""
     path = str(path)
     with open_text(path) as fh:
         relation, attributes, lineno = _read_header(fh, path)
         header_lines = lineno
-        dec = _Decoder(path, attributes)
+        dec = _Decoder(path, attributes, max_abs)
         m = len(attributes)
         sparse = None
         dense_blocks: list[np.ndarray] = []
@@ -334,14 +373,15 @@ def read_arff(path: str | os.PathLike) -> ArffFile:
                     block.lines.append(lineno)
                     continue
                 if "'" in inner or '"' in inner:
-                    pairs = split_quoted(inner, path, lineno, "sparse pair")
                     idx, vals = [], []
-                    for pair in pairs:
-                        i, v = (pair.split(None, 1) + [""])[:2]
-                        if not v:
-                            raise ParseError(path, lineno, f"sparse pair {pair!r} is not 'index value'")
+                    for pair in _split_top_level(inner, path, lineno, "sparse row"):
+                        i, v = (pair.strip().split(None, 1) + [""])[:2]
+                        v = v.strip()
+                        if not v or (v[0] in "'\"" and not _QUOTED_TOKEN.fullmatch(v)) or \
+                                ("'" in i or '"' in i):
+                            raise ParseError(path, lineno, f"sparse pair {pair.strip()[:40]!r} is not 'index value'")
                         idx.append(i)
-                        vals.append(_unquote(v.strip()))
+                        vals.append(_unquote(v, path, lineno))
                 else:
                     toks = inner.replace(",", " ").split()
                     if len(toks) != 2 * (inner.count(",") + 1):

@@ -18,8 +18,10 @@ _MISSING = {"", "?", "NA", "nan", "NaN"}
 
 
 @guard_io
-def read_csv(path: str | os.PathLike, delimiter: str = ",", header: bool = True, id_column: int | None = None):
-    """Return (column_names, row_ids or None, X float64) of a delimited file."""
+def read_csv(path: str | os.PathLike, delimiter: str = ",", header: bool = True, id_column: int | None = None,
+             max_abs: float | None = None):
+    """Return (column_names, row_ids or None, X float64) of a delimited file. With ``max_abs``, a value of larger
+    magnitude is a ParseError (the prepare step passes the float32 range of prepared data)."""
     path = str(path)
     names = None
     ids: list[str] = []
@@ -30,8 +32,14 @@ def read_csv(path: str | os.PathLike, delimiter: str = ",", header: bool = True,
         try:
             for cells in reader:
                 lineno = reader.line_num
-                if not cells or (len(cells) == 1 and not cells[0].strip()):
+                if not cells:
                     continue
+                if len(cells) == 1 and not cells[0].strip():
+                    # a blank line, unless the table has one column: then it is a row whose value is missing
+                    one_column = (width == 1) or (width is None and names is not None
+                                                  and len(names) == 1 and id_column is None)
+                    if not one_column:
+                        continue
                 if header and names is None:
                     names = [c.strip() for c in cells]
                     if id_column is not None:
@@ -61,6 +69,9 @@ def read_csv(path: str | os.PathLike, delimiter: str = ",", header: bool = True,
                         raise ParseError(path, lineno, f"column {j + 1}: not a number: {cell[:40]!r}") from None
                     if not np.isfinite(row[j]):
                         raise ParseError(path, lineno, f"column {j + 1}: not a finite number: {cell[:40]!r}")
+                    if max_abs is not None and abs(row[j]) > max_abs:
+                        raise ParseError(path, lineno, f"column {j + 1}: {cell[:40]!r} is beyond the accepted "
+                                                       f"range ±{max_abs:.4g}")
                 rows.append(row)
         except _csv.Error as exc:
             raise ParseError(path, reader.line_num, f"malformed CSV: {exc}") from None

@@ -8,6 +8,11 @@ Indices: ``zero_based="auto"`` treats the file as 0-based if any index is 0, els
 convention); pass ``True``/``False`` to force, and ``n_features`` so that train and test files share a width.
 Returns ``(X csr float64, y)`` where y is a float64 vector, or for multi-label a CSR indicator matrix with
 ``n_labels`` columns (default: 1 + the largest label seen).
+
+Memory follows the stored values, never the width. Still, a single corrupted index (``1000000000:1``) would make
+every later step that works per column (preprocessing, the forests) allocate for a billion columns, so a feature
+index or label above ``max_width`` (default :data:`MAX_WIDTH`, about 16.8 million; the registry's
+``source.reader.max_width`` raises it) is refused with the file and line.
 """
 from __future__ import annotations
 
@@ -22,11 +27,13 @@ from ._convert import locate, to_float, to_int
 from ._text import guard_io, open_text
 
 BLOCK_TOKENS = 1 << 18
+MAX_WIDTH = 1 << 24  # largest accepted feature index / label (wider than any dataset of the registry)
 
 
 @guard_io
 def read_svmlight(path: str | os.PathLike, multilabel: bool = False, n_features: int | None = None,
-                  zero_based="auto", header: bool = False, n_labels: int | None = None):
+                  zero_based="auto", header: bool = False, n_labels: int | None = None, max_width: int = MAX_WIDTH,
+                  max_abs: float | None = None):
     path = str(path)
     idx_tok: list[str] = []
     val_tok: list[str] = []
@@ -43,13 +50,13 @@ def read_svmlight(path: str | os.PathLike, multilabel: bool = False, n_features:
     def flush():
         if not lengths:
             return
-        cols = to_int(path, idx_tok, lengths, lines, "feature index")
-        vals = to_float(path, val_tok, lengths, lines, what="feature value")
+        cols = to_int(path, idx_tok, lengths, lines, "feature index", limit=max_width)
+        vals = to_float(path, val_tok, lengths, lines, what="feature value", max_abs=max_abs)
         nanpos = np.flatnonzero(np.isnan(vals))
         if nanpos.size:
             raise ParseError(path, locate(lengths, lines, int(nanpos[0])), "missing feature value")
         if multilabel:
-            labs = to_int(path, lab_tok, lab_len, lines, "label")
+            labs = to_int(path, lab_tok, lab_len, lines, "label", limit=max_width)
             if (labs < 0).any():
                 k = int(np.flatnonzero(labs < 0)[0])
                 raise ParseError(path, locate(lab_len, lines, k), f"negative label {labs[k]}")
@@ -85,6 +92,9 @@ def read_svmlight(path: str | os.PathLike, multilabel: bool = False, n_features:
                     declared = ()
                 if len(declared) != 3 or min(declared) < 0:
                     raise ParseError(path, lineno, "XC header must be '<n_points> <n_features> <n_labels>'")
+                if max(declared[1:]) > max_width:
+                    raise ParseError(path, lineno, f"XC header declares {max(declared[1:])} columns, beyond the "
+                                                   f"limit of {max_width} (raise the reader's max_width if intended)")
                 continue
             toks = line.split()
             if multilabel:

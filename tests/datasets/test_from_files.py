@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from forestbench.datasets.download import Downloader, ShaLock, fetch_dataset
 from forestbench.datasets.prepare import prepare
-from forestbench.datasets.remote import build_dataset
+from forestbench.datasets.from_files import build_dataset
 from forestbench.datasets.store import load_dataset
 from forestbench.errors import DataError
 from dsfixtures_http import Route

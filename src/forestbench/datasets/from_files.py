@@ -35,9 +35,12 @@ import scipy.sparse as sp
 
 from forestbench.datasets.readers import meka_label_count, read_arff, read_csv, read_label_xml, read_svmlight
 from forestbench.datasets.readers.arff import Attribute
+from forestbench.datasets.readers.svmlight import MAX_WIDTH
 from forestbench.datasets.store import Dataset
 from forestbench.errors import ConfigError, DataError
 
+# prepared inputs are float32: a larger finite value would silently become infinite, so readers refuse it
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 # a label matrix with more cells than this is stored sparse (EUR-Lex eurovoc: 19348 x 3993)
 DENSE_Y_MAX_CELLS = 20_000_000
 
@@ -67,20 +70,51 @@ def _raw_path(name: str, raw_dir: Path, fname: str) -> Path:
 
 
 def _read(name: str, spec: dict, path: Path, reader_opts: dict) -> Table:
+    table = _read_table(name, spec, path, reader_opts)
+    if table.data.shape[0] == 0:
+        raise DataError(f"dataset {name!r}: raw file {path} has no data rows")
+    _check_float32_range(name, path, table)
+    return table
+
+
+def _read_table(name: str, spec: dict, path: Path, reader_opts: dict) -> Table:
     fmt = spec.get("format", "arff")
     if fmt == "arff":
-        a = read_arff(path)
+        a = read_arff(path, max_abs=FLOAT32_MAX)
         return Table(a.data, a.attributes, a.relation, a.text)
     if fmt in ("svmlight", "svmlight_multilabel", "xc"):
         X, Y = read_svmlight(path, multilabel=fmt != "svmlight", header=fmt == "xc",
                              n_features=reader_opts.get("n_features"), n_labels=reader_opts.get("n_labels"),
-                             zero_based=reader_opts.get("zero_based", "auto"))
+                             zero_based=reader_opts.get("zero_based", "auto"),
+                             max_width=reader_opts.get("max_width", MAX_WIDTH), max_abs=FLOAT32_MAX)
         return Table(X, Y=Y)
     if fmt in ("csv", "tsv"):
         names, ids, X = read_csv(path, delimiter="\t" if fmt == "tsv" else reader_opts.get("delimiter", ","),
-                                 header=reader_opts.get("header", False), id_column=reader_opts.get("id_column"))
+                                 header=reader_opts.get("header", False), id_column=reader_opts.get("id_column"),
+                                 max_abs=FLOAT32_MAX)
         return Table(X, [Attribute(n, "numeric") for n in names], row_ids=ids)
     raise ConfigError(f"dataset {name!r}: file {spec['name']!r} has unknown format {fmt!r}")
+
+
+def _check_float32_range(name: str, path: Path, table: Table) -> None:
+    """Prepared inputs are float32: a finite value beyond its range would silently become infinite."""
+    M = table.data
+    vals = M.data if sp.issparse(M) else M
+    with np.errstate(invalid="ignore"):
+        big = np.abs(vals) > FLOAT32_MAX
+    if not big.any():
+        return
+    if sp.issparse(M):
+        k = int(np.flatnonzero(big)[0])
+        row = int(np.searchsorted(M.indptr, k, side="right")) - 1
+        col = int(M.indices[k])
+        value = float(M.data[k])
+    else:
+        row, col = (int(i) for i in np.argwhere(big)[0])
+        value = float(M[row, col])
+    column = table.attributes[col].name if table.attributes is not None else f"feature {col}"
+    raise DataError(f"dataset {name!r}: raw file {path}, data row {row + 1}, column {column!r}: value {value:g} "
+                    f"is beyond the float32 range (|x| <= {FLOAT32_MAX:.4g}) of prepared data")
 
 
 def _same_header(name: str, tables: list[Table], files: list[str]) -> None:
@@ -384,7 +418,7 @@ def build_dataset(name: str, entry: dict, raw_dir: str | os.PathLike) -> Dataset
         if Y is None:
             raise ConfigError(f"dataset {name!r}: labels.from 'inline' needs svmlight/XC files; for ARFF or CSV "
                               "say where the outputs are (xml, meka, last, first, hierarchical, table)")
-        attrs = [Attribute(f"x{j}", "numeric") for j in range(X.shape[1])]
+        attrs = None  # nameless numeric columns: built per column only if a preprocessing step needs them
         out_names = None
     elif how == "table":
         X = table.data
@@ -416,11 +450,9 @@ def build_dataset(name: str, entry: dict, raw_dir: str | os.PathLike) -> Dataset
     Y = _finish_outputs(name, task, Y, meta)
     if sp.issparse(X):
         X = X.tocsr()
-    elif np.isnan(X).any():
-        meta["missing_inputs"] = int(np.isnan(X).sum())
-    meta["feature_names"] = [a.name for a in attrs] if attrs and len(attrs) <= 5000 else None
+    meta["feature_names"] = [a.name for a in attrs] if attrs is not None and len(attrs) <= 5000 else None
     meta["output_names"] = out_names if out_names is not None and len(out_names) <= 5000 else None
-    meta["nominal_inputs"] = [a.name for a in attrs if a.kind == "nominal"] if attrs else []
+    meta["nominal_inputs"] = [a.name for a in attrs if a.kind == "nominal"] if attrs is not None else []
     return Dataset(name, X, Y, task, meta, given)
 
 
@@ -474,6 +506,8 @@ def _aligned_outputs(name: str, xtab: Table, ytab: Table, labels: dict):
 def _preprocess(name, ops, X, Y, attrs, out_names):
     for op in ops:
         kind = op.get("op")
+        if attrs is None and kind in ("drop_attributes", "impute", "nominal_inputs", "drop_constant_inputs"):
+            attrs = [Attribute(f"x{j}", "numeric") for j in range(X.shape[1])]
         if kind == "drop_attributes":
             names = set(op["names"])
             unknown = names - {a.name for a in attrs}
