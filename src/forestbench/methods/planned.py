@@ -3,7 +3,7 @@ name; registering the method (in its own module of this package) supersedes the 
 from forestbench.methods import plan_method
 
 for _name, _why in {
-    "deep_tree_ensemble": "deep tree-ensembles with tree embeddings, DTE paper",
-    "dte_competitor": "a competitor of the DTE paper (MLP, ERC, DSTARS, ML-kNN, RAkEL, ECC, MLDF)",
+    "dte_dstars": "DSTARS, the DTE paper's regression competitor: no installable implementation exists and it has "
+                  "not been rebuilt from its paper",
 }.items():
     plan_method(_name, _why)

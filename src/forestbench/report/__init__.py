@@ -30,6 +30,8 @@ Report kinds (``experiments.<E>.reports`` entries; the registry is ``REPORT_KIND
   ``tree_sha256``); per-layout medians and quartiles, dense / sparse time ratios beside the published ones, measured
   densities beside Table 8.1's, the crossover density, and the figure against the measured density (log x, median
   and inter-quartile band per layout, repeats as dots).
+- ``layers``: ``metric``; a cascade's per-layer training scores (``extra.train_layer_<L>``) beside its staged
+  test scores, and the mean selected layer count (``extra.n_layers``).
 
 ``experiments.<E>.reference`` is one mapping or a list of them: ``table`` (stem of a CSV in config/reference),
 ``metric``, ``methods`` (our variant -> reference method_id), optional ``datasets`` (our dataset -> reference

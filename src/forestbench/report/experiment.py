@@ -372,6 +372,37 @@ def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
     return _line_figure(ctx, sec, slug, figures.convergence_plot, rows, metric, hue, x, bool(spec.get("logx")))
 
 
+@report_kind("layers")
+def _layers(ctx: Context, spec: dict, slug: str) -> Section:
+    """Cascade estimators (deep tree-ensembles): the training score of every built layer (``extra.train_layer_<L>``
+    columns) beside the test score of every layer (staged rows of ``metric``), means over repeats, plus a table of
+    the selected layer counts (``extra.n_layers``)."""
+    metric = str(spec["metric"])
+    sec = Section("layers", f"{metric} per layer: training (dashed) and test (solid) curves")
+    scores = _restrict(ctx, ctx.scores, spec)
+    finals = scores[(scores["metric"] == metric) & scores["step"].isna()]
+    train_cols = sorted((c for c in finals.columns if c.startswith("extra.train_layer_")),
+                        key=lambda c: int(c.rsplit("_", 1)[1]))
+    rows = []
+    for col in train_cols:
+        layer = int(col.rsplit("_", 1)[1])
+        part = finals[finals[col].notna()]
+        rows += [{"dataset": r.dataset, "variant": r.variant, "layer": layer, "value": float(r[col]),
+                  "curve": f"{r.variant} train"} for _, r in part.iterrows()]
+    test = scores[(scores["metric"] == metric) & scores["step"].notna() & scores["value"].notna()]
+    rows += [{"dataset": r.dataset, "variant": r.variant, "layer": int(r.step), "value": float(r.value),
+              "curve": f"{r.variant} test"} for _, r in test.iterrows()]
+    if "extra.n_layers" in finals.columns and finals["extra.n_layers"].notna().any():
+        chosen = finals[finals["extra.n_layers"].notna()]
+        table = (chosen.groupby(["dataset", "variant"], sort=False)["extra.n_layers"].mean().unstack("variant")
+                 .round(2))
+        sec.html = table.to_html(escape=True)
+        sec.markdown = table.to_markdown()
+        sec.notes.append("table: mean selected layer count over repeats (the published tables' superscripts)")
+    frame = pd.DataFrame(rows, columns=["dataset", "variant", "layer", "value", "curve"])
+    return _line_figure(ctx, sec, slug, figures.layer_curves_plot, frame, metric)
+
+
 def selection_sections(ctx: Context, selection: pd.DataFrame) -> list[Section]:
     """For tuned variants: the selected parameters (per dataset and variant, over the repeats) and the validation
     curves (the selected candidate's staged curve, or every candidate's score in grid order)."""

@@ -149,6 +149,24 @@ def convergence_plot(rows: pd.DataFrame, metric: str, hue: str = "variant", x: s
                             logx=logx)
 
 
+def layer_curves_plot(rows: pd.DataFrame, metric: str):
+    """Training and test ``metric`` against the layer of a cascade, one panel per dataset, one colour per variant
+    (training dashed, test solid); mean ± std over repeats."""
+    data = rows.copy()
+    data["set"] = np.where(data["curve"].str.endswith(" train"), "training", "test")
+    datasets = list(dict.fromkeys(data["dataset"]))
+    variants = list(dict.fromkeys(data["variant"]))
+    with _style():
+        grid = sns.relplot(data=data, x="layer", y="value", col="dataset", col_wrap=min(4, len(datasets)),
+                           col_order=datasets, kind="line", hue="variant", hue_order=variants, style="set",
+                           style_order=["test", "training"], markers=True, errorbar="sd", err_style="bars",
+                           palette=sns.color_palette(PALETTE, len(variants)),
+                           facet_kws={"sharey": False, "sharex": True}, height=2.8, aspect=1.25)
+        grid.set_axis_labels("layer", metric)
+        grid.set_titles("{col_name}")
+    return grid.figure
+
+
 def validation_curve_plot(rows: pd.DataFrame, x: str, metric: str, hue: str = "variant", logx: bool = False):
     """Validation ``metric`` of the selection's candidates: against the stage for a staged selection (the
     selected candidate's curve), else against the candidate's position in the grid."""

@@ -1,0 +1,225 @@
+"""Tree embeddings of the deep tree-ensembles paper (Nakano, Pliakos & Vens, DTE paper Sec. 3.2, Eq. 1).
+
+A fitted forest turns every row into the sparse indicator of all the nodes (internal nodes and leaves, roots
+included) its path goes through, concatenated over the trees. The embedding then
+
+1. drops the node columns reached by more than a fraction ``p`` of the training rows (the roots and the nodes
+   near them carry no information about a row),
+2. weights the remaining columns by ``w_j = 1 / (ln|c_j| + e)`` where ``|c_j|`` is the number of training rows
+   reaching node ``j`` (DTE paper Eq. 1; natural log),
+3. projects the weighted matrix on its first principal components after centring it.
+
+The principal components are computed without ever densifying the (rows x nodes) matrix: when there are fewer
+training rows than kept nodes, from the eigen-decomposition of the centred Gram matrix ``Xc Xc^T`` (rows x rows,
+the "dual" form of PCA), otherwise from the centred covariance ``Xc^T Xc`` (nodes x nodes). Both are exact and give
+the scores scikit-learn's ``PCA`` gives on the densified centred matrix, up to the sign of each component. In the
+Gram form the fitted transform keeps the training indicator matrix and the (rows x components) coefficient matrix
+instead of the (nodes x components) loading matrix, which would be far larger for forests of fully grown trees.
+
+:func:`forest_node_indicator` is the only place that builds the indicator matrix, so a compiled version can
+replace it without touching the rest.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from forestbench.projections import ParameterError
+
+__all__ = ["forest_node_indicator", "TreeEmbedding", "n_components_for"]
+
+
+def forest_node_indicator(trees, X):
+    """CSR ``(n_rows, total nodes)`` 0/1 indicator of the nodes each row of ``X`` goes through, the trees' node
+    blocks side by side in the order of ``trees`` (kernel trees exposing ``decision_path``)."""
+    blocks = [t.decision_path(X) for t in trees]
+    M = sp.hstack(blocks, format="csr", dtype=np.float64)
+    M.sort_indices()
+    return M
+
+
+def n_components_for(fraction, n_rows, n_nodes):
+    """Number of principal components for a grid value: the int ``1`` means one component, a float ``f`` in
+    (0, 1] means ``max(1, round(f * min(n_rows, n_nodes)))`` (DTE paper Sec. 4.1.3)."""
+    rank = max(1, min(n_rows, n_nodes))
+    if isinstance(fraction, numbers.Integral) and not isinstance(fraction, bool):
+        if fraction != 1:
+            raise ParameterError(f"a PCA size given as an int must be 1 (one component), got {fraction!r}; give a "
+                                 f"fraction in (0, 1] of min(rows, nodes) otherwise")
+        return 1
+    f = float(fraction)
+    if not (0.0 < f <= 1.0):
+        raise ParameterError(f"PCA fraction must lie in (0, 1], got {fraction!r}")
+    return int(min(rank, max(1, round(f * rank))))
+
+
+class TreeEmbedding:
+    """Node-indicator embedding of a fitted forest: filter, weight, centred PCA (see the module docstring).
+
+    Parameters
+    ----------
+    max_node_fraction : float in (0, 1]
+        ``p``: node columns reached by more than this fraction of the training rows are dropped.
+    weight_offset : float > 0
+        ``e`` of Eq. 1, ``w = 1 / (ln|c| + e)``.
+    n_components : int 1 or float in (0, 1]
+        PCA size (see :func:`n_components_for`).
+    solver : "auto", "gram" or "covariance"
+        ``auto`` takes the smaller of the two eigen-problems.
+    """
+
+    def __init__(self, max_node_fraction=0.95, weight_offset=1.0, n_components=0.2, solver="auto"):
+        self.max_node_fraction = max_node_fraction
+        self.weight_offset = weight_offset
+        self.n_components = n_components
+        self.solver = solver
+
+    # ------------------------------------------------------------------------------------------- indicator
+    def fit_indicator(self, M):
+        """Choose the kept columns and their weights from the training indicator ``M`` (CSR); return the
+        filtered, weighted training matrix."""
+        p = float(self.max_node_fraction)
+        if not (0.0 < p <= 1.0):
+            raise ParameterError(f"max_node_fraction must lie in (0, 1], got {self.max_node_fraction!r}")
+        if not (self.weight_offset > 0):
+            raise ParameterError(f"weight_offset must be > 0, got {self.weight_offset!r}")
+        n = M.shape[0]
+        counts = np.asarray(M.sum(axis=0)).ravel()
+        keep = (counts > 0) & (counts <= p * n)
+        if not keep.any():  # degenerate (e.g. stumps on constant data): keep the least frequent node
+            keep[np.argmin(np.where(counts > 0, counts, np.inf))] = True
+        self.kept_columns_ = np.flatnonzero(keep)
+        self.weights_ = 1.0 / (np.log(counts[self.kept_columns_]) + float(self.weight_offset))
+        self.n_nodes_in_ = M.shape[1]
+        return self._weighted(M)
+
+    def _weighted(self, M):
+        W = M[:, self.kept_columns_]
+        W = W @ sp.diags(self.weights_)
+        return sp.csr_matrix(W)
+
+    # ------------------------------------------------------------------------------------------------- PCA
+    def fit_transform(self, M):
+        """Fit on the training indicator ``M`` (rows x all nodes) and return the training scores."""
+        W = self.fit_indicator(M)
+        n, c = W.shape
+        k = n_components_for(self.n_components, n, c)
+        self.n_components_ = k
+        self.mean_ = np.asarray(W.mean(axis=0)).ravel()
+        solver = self.solver
+        if solver == "auto":
+            solver = "gram" if n <= c else "covariance"
+        if solver not in ("gram", "covariance"):
+            raise ParameterError(f"solver must be 'auto', 'gram' or 'covariance', got {self.solver!r}")
+        self.solver_ = solver
+        if solver == "gram":
+            self._train = W
+            self._train_mean_dot = np.asarray(W @ self.mean_).ravel()   # row i: <w_i, mu>
+            self._loadings = None
+            G = self._centred_gram(W)
+            vals, vecs = _top_eigh(G.copy(), k)
+            s = np.sqrt(np.clip(vals, 0.0, None))
+            vecs = _fix_signs(vecs)
+            # new rows: (m - mu) Xc^T U / s ; keep the training matrix and U / s instead of the loadings
+            safe = np.where(s > 0, s, 1.0)
+            self._coef = np.where(s > 0, 1.0, 0.0) * vecs / safe
+            # training scores U s, computed exactly as transform() computes them, so that replaying the
+            # training rows through transform() gives bit-identical features
+            scores = G @ self._coef
+        else:
+            C = (W.T @ W).toarray()
+            C -= n * np.outer(self.mean_, self.mean_)
+            vals, vecs = _top_eigh(C, k)
+            # the same sign convention as the Gram form: the largest |score| of each component is positive
+            flip = _sign_flip(np.asarray(W @ vecs) - self.mean_ @ vecs)
+            self._loadings = vecs * flip
+            self._train = None
+            scores = np.asarray(W @ self._loadings) - self.mean_ @ self._loadings
+        self.explained_variance_ = np.clip(vals, 0.0, None) / max(n - 1, 1)
+        return scores
+
+    def transform(self, M):
+        """Scores of new rows given their indicator ``M`` (rows x all nodes, same forest)."""
+        if M.shape[1] != self.n_nodes_in_:
+            raise ParameterError(f"indicator has {M.shape[1]} node columns, the embedding was fitted on "
+                                 f"{self.n_nodes_in_}")
+        W = self._weighted(M)
+        if self._loadings is not None:
+            return np.asarray(W @ self._loadings) - self.mean_ @ self._loadings
+        return self._centred_gram(W) @ self._coef
+
+    def _centred_gram(self, W):
+        """``(W - mu)(T - mu)^T`` for the training matrix ``T``, without densifying either matrix."""
+        K = _cross_products(W, self._train)                           # <m, x_i>
+        K -= np.asarray(W @ self.mean_).ravel()[:, None]                # - <m, mu>
+        K -= self._train_mean_dot[None, :]                              # - <x_i, mu>
+        K += float(self.mean_ @ self.mean_)                             # + <mu, mu>
+        return K
+
+    @property
+    def nbytes(self):
+        total = self.mean_.nbytes + self.weights_.nbytes + self.kept_columns_.nbytes
+        if self._loadings is not None:
+            return total + self._loadings.nbytes
+        T = self._train
+        return total + self._coef.nbytes + T.data.nbytes + T.indices.nbytes + T.indptr.nbytes
+
+
+_DENSE_NODE_FRACTION = 1.0 / 16   # nodes reached by more rows than this fraction go through dense BLAS products
+_DENSE_BLOCK = 2048               # node columns densified at a time
+
+
+def _cross_products(A, B):
+    """Dense ``A @ B.T`` of two CSR matrices with the same columns.
+
+    The cost of a sparse product is the sum over columns of (rows of A in the column) x (rows of B in the
+    column), dominated by the few nodes near the roots that most rows go through. Those columns are densified in
+    blocks and multiplied with BLAS; the many small nodes stay sparse."""
+    counts = np.bincount(B.indices, minlength=B.shape[1])
+    heavy = counts > _DENSE_NODE_FRACTION * B.shape[0]
+    out = np.zeros((A.shape[0], B.shape[0]))
+    if heavy.any():
+        cols = np.flatnonzero(heavy)
+        Ac, Bc = A.tocsc(), B.tocsc()
+        for s in range(0, cols.size, _DENSE_BLOCK):
+            block = cols[s:s + _DENSE_BLOCK]
+            out += Ac[:, block].toarray() @ Bc[:, block].toarray().T
+        light = np.flatnonzero(~heavy)
+        A, B = Ac[:, light].tocsr(), Bc[:, light].tocsr()
+    out += (A @ B.T).toarray()
+    return out
+
+
+_ARPACK_MAX_FRACTION = 0.1   # up to this share of the rank, a Lanczos solver beats LAPACK (4x at 5 %)
+
+
+def _top_eigh(S, k):
+    """The ``k`` largest eigenpairs of the symmetric matrix ``S``, largest first (LAPACK for many components,
+    ARPACK with a fixed start vector for few; both to machine precision)."""
+    m = S.shape[0]
+    k = min(k, m)
+    if m > 200 and k <= _ARPACK_MAX_FRACTION * m:
+        from scipy.sparse.linalg import eigsh
+
+        vals, vecs = eigsh(S, k=k, which="LA", v0=np.ones(m) / np.sqrt(m), tol=0)
+    else:
+        vals, vecs = scipy.linalg.eigh(S, subset_by_index=[m - k, m - 1], overwrite_a=True, check_finite=False)
+    order = np.argsort(vals)[::-1]
+    return vals[order], vecs[:, order]
+
+
+def _sign_flip(scores):
+    """Per component, +1 or -1 so that the entry of largest magnitude is positive (a deterministic convention)."""
+    if scores.size == 0:
+        return np.ones(scores.shape[1])
+    idx = np.argmax(np.abs(scores), axis=0)
+    signs = np.sign(scores[idx, np.arange(scores.shape[1])])
+    signs[signs == 0] = 1.0
+    return signs
+
+
+def _fix_signs(vecs):
+    return vecs * _sign_flip(vecs)
