@@ -2,7 +2,7 @@
 
 Both are fitted side by side in one process, interleaved (ours, sklearn, then
 sklearn, ours on the next repeat, ...) so that load from other processes hits
-both alike; the median over ``--repeats`` runs is reported. Cases (issue 4):
+both alike; the median over ``--repeats`` runs is reported. Cases:
 
 * dense float32 X (C order), n=20000, p=50, d=1 and d=20, best and random
   splitters, fully grown;

@@ -73,12 +73,12 @@ def test_planned_methods_are_skipped_and_reported(repo_root, monkeypatch):
     from forestbench import methods
 
     monkeypatch.chdir(repo_root)
-    monkeypatch.setitem(methods.PLANNED, "future_boosting", "a later issue")
+    monkeypatch.setitem(methods.PLANNED, "future_boosting", "not written yet")
     cfg = _config(methods=[{"name": "rf", "method": "sklearn_random_forest"},
                            {"name": "gb", "method": "future_boosting"}])
     plan = Plan(cfg)
     assert {j.variant for j in plan.jobs()} == {"rf"}
-    assert plan.experiments["e"].pending == {"gb": "method 'future_boosting' is not implemented yet (a later issue)"}
+    assert plan.experiments["e"].pending == {"gb": "method 'future_boosting' is not implemented yet (not written yet)"}
     assert any("variant gb is skipped" in line for line in plan.describe())
     with pytest.raises(ConfigError, match="planned but not implemented yet"):
         methods.get_method("future_boosting")

@@ -196,7 +196,7 @@ def test_pca_matches_sklearn(sparse_y):
 # ------------------------------------------------------------------------------------------ JL normalisation
 @pytest.mark.parametrize("kind", ["gaussian", "rademacher", "achlioptas", "sparse", "subsample", "hadamard"])
 def test_norms_are_preserved_in_expectation(kind):
-    """E ||Phi y||^2 = ||y||^2: the spec's scalings are the JL normalisation."""
+    """E ||Phi y||^2 = ||y||^2: the projections' scalings are the JL normalisation."""
     rng = np.random.default_rng(12)
     d, q = 64, 8
     y = (rng.random(d) < 0.3).astype(float)

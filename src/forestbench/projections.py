@@ -2,7 +2,7 @@
 
 Every family returns a matrix ``Φ`` of shape ``(q, d)`` (``q`` = ``n_components``, ``d`` = number of outputs); the
 projected outputs of a sample ``y`` (a row of ``Y``) are ``z = Φ y``, i.e. ``Z = Y Φᵀ`` for the whole matrix.
-The families and their exact entry distributions (Joly et al. 2014, thesis ch. 5 §2.6 of the spec):
+The families and their exact entry distributions (Joly et al. 2014, thesis ch. 5):
 
 ``"gaussian"``
     ``Φ_ij`` i.i.d. ``N(0, 1/q)``. Dense ``ndarray``.
@@ -59,7 +59,7 @@ PROJECTION_KINDS = ("gaussian", "rademacher", "achlioptas", "sparse", "subsample
 _NAMED_COMPONENTS = {
     # thesis tables: "ln d rounded to the nearest integer", header floor(0.5 + ln d)
     "ln_d": lambda d: math.floor(0.5 + math.log(d)),
-    # k x q figures: "2 ln d" read as round(2 ln d) = floor(0.5 + 2 ln d) (spec ambiguity A10; 15 on drug-interaction)
+    # k x q figures: "2 ln d" read as round(2 ln d) = floor(0.5 + 2 ln d) (the figures do not say; 15 on drug-interaction)
     "2ln_d": lambda d: math.floor(0.5 + 2.0 * math.log(d)),
     "sqrt_d": lambda d: math.floor(0.5 + math.sqrt(d)),
 }

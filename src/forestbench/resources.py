@@ -23,7 +23,7 @@ Runtime model (seconds, one thread)::
     C_FIT * n_estimators * k * n * log2(n) * (1 + d / D_HALF)       k = candidate features per split
 
 ``C_FIT`` and ``D_HALF`` were measured with scikit-learn's RandomForestRegressor (sort-based splitter, the slower
-of random forests and extra trees) on the 2-core CI machine: C = 0.9e-7 to 1.1e-7 s, and the cost grew from d=1 to
+of random forests and extra trees) on a 2-core machine: C = 0.9e-7 to 1.1e-7 s, and the cost grew from d=1 to
 d=64 as 1 + d/32.  Sparse inputs replace ``p`` by the number of stored values per row.  Prediction is charged as
 ``PREDICT_FRACTION`` of the fit.  A depth or leaf cap (stumps, boosting) replaces ``log2 n`` by the capped number
 of levels; an output projection charges the split search for ``q`` outputs instead of ``d``.

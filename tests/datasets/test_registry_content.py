@@ -97,7 +97,7 @@ def test_download_entries_are_coherent(registry):
                 assert f"/mulan/{MULAN_COMMIT}/" in f["url"], f["url"]
                 path = f["url"].split(MULAN_COMMIT + "/")[1]
                 if path in pinned:
-                    assert f.get("sha256") == pinned[path], f"{name}/{f['name']}: sha256 differs from the spec"
+                    assert f.get("sha256") == pinned[path], f"{name}/{f['name']}: sha256 differs from the pinned source list"
                     seen_pinned += 1
                 else:
                     assert not f.get("sha256")  # absent blobs: trust on first use

@@ -1,4 +1,4 @@
-"""Fixtures for the forest tests: every forest test runs on the real tree kernel (issue 4) and on a small
+"""Fixtures for the forest tests: every forest test runs on the real tree kernel and on a small
 scikit-learn based stand-in that follows the kernel's contract (used ONLY here, to test the forest logic on its own).
 """
 import numpy as np
@@ -82,7 +82,7 @@ def kernel_tree_class():
     try:
         from forestbench.tree import DecisionTreeRegressor
     except ImportError as exc:  # reported in the -ra summary, never silent
-        pytest.skip(f"tree kernel (forestbench.tree, issue 4) not importable: {exc}")
+        pytest.skip(f"tree kernel (forestbench.tree) not importable: {exc}")
     return DecisionTreeRegressor
 
 

@@ -15,7 +15,7 @@ FORESTS = [RandomForestRegressor, ExtraTreesRegressor]
 
 
 def lrap(Y, scores):
-    keep = Y.sum(axis=1) > 0  # spec §3: test rows without labels are dropped
+    keep = Y.sum(axis=1) > 0  # the papers: test rows without labels are dropped
     return label_ranking_average_precision_score(Y[keep], scores[keep])
 
 

@@ -1,4 +1,4 @@
-"""Tests of forestbench.tree.DecisionTreeRegressor (issue 4).
+"""Tests of forestbench.tree.DecisionTreeRegressor.
 
 Oracles: scikit-learn's DecisionTreeRegressor on tie-free data, invariance
 between input layouts / target formats, duplication of rows for integer

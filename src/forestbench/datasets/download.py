@@ -16,7 +16,7 @@ Guarantees:
   archive itself is kept and verified, the extracted member is written atomically too). ``.rar`` is refused with a
   message pointing at the alternative source, since Python cannot read it without an external tool.
 
-Checksums not yet known (files absent from the spec's snapshot, e.g. mediamill, full tmc2007, bookmarks) follow
+Checksums not yet known (files whose checksum is not published, e.g. mediamill, full tmc2007, bookmarks) follow
 *trust on first use*: the first successful download records its sha256 and size in the lock file
 (``config/datasets.lock.yaml`` by default, see :class:`ShaLock`), prints that it did so, and every later download
 or ``verify`` is checked against it. The lock lives next to the registry so that it can be committed and shared:
