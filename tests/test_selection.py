@@ -11,7 +11,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 from forestbench import tuning
 from forestbench.errors import ConfigError
-from forestbench.metrics import macro_r2
+from forestbench.metrics import get_metric, macro_r2
 from forestbench.selection import GridSelection, choose, evaluate_candidate
 
 
@@ -137,3 +137,26 @@ def test_record_stages_are_log_spaced_with_the_last():
     stages = tuning.scored_stages(10_000)
     assert len(stages) <= tuning.MAX_SCORED_STAGES + 1 and stages[-1] == 10_000 and list(stages[:100]) == list(
         range(1, 101))
+
+
+@pytest.mark.parametrize("metric", ["macro_r2", "mse"])
+def test_curves_computed_inside_the_boosting_loop_equal_staged_predictions(metric):
+    from forestbench.methods import get_method
+    from forestbench.selection import _compiled_curve
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(200, 4))
+    Y = np.c_[X[:, 0] + 0.1 * rng.normal(size=200), X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=200)]
+    fit, val = np.arange(150), np.arange(150, 200)
+    spec = get_method("gbmort")
+    est = spec.build({"n_estimators": 60, "max_leaf_nodes": 3, "learning_rate": 0.2}, seed=0)
+    compiled = _compiled_curve(est, metric, X[fit], Y[fit], X[val], Y[val])
+    assert compiled is not None and len(compiled) == 60
+    m = get_metric(metric)
+    expected = [m(Y[val], p) for p in est.staged_predict(X[val])]
+    np.testing.assert_allclose(compiled, expected, rtol=1e-9, atol=1e-12)
+    # a constant validation output: r2 is then not the compiled one, so the caller scores staged_predict
+    Yc = Y.copy()
+    Yc[val, 1] = 1.0
+    assert _compiled_curve(spec.build({"n_estimators": 5}, seed=0), "macro_r2", X[fit], Yc[fit], X[val],
+                           Yc[val]) is None

@@ -58,6 +58,33 @@ def budget_caps(make, candidates: list[dict], X, Y, staged: str, budget: float, 
     return caps
 
 
+def _compiled_curve(est, metric: str, X_fit, Y_fit, X_val, Y_val) -> np.ndarray | None:
+    """Fit ``est`` and return its staged validation curve computed inside its own fit loop, when it offers one
+    (``fit(X, Y, eval_set=(X_val, Y_val))`` filling ``eval_sse_``, as the boosting estimators do) for a metric it
+    determines exactly (``macro_r2`` with non-constant validation outputs, ``mse``) and raw scores that are the
+    predictions (not the logistic loss). Else None, and the caller scores ``staged_predict``."""
+    import inspect
+
+    if metric not in ("macro_r2", "mse") or getattr(est, "loss", None) == "logistic":
+        return None
+    try:
+        if "eval_set" not in inspect.signature(est.fit).parameters:
+            return None
+    except (TypeError, ValueError):
+        return None
+    Yv = _as_2d(Y_val)
+    sst = ((Yv - Yv.mean(axis=0)) ** 2).sum(axis=0)
+    if metric == "macro_r2" and not np.all(sst > 0):
+        return None
+    est.fit(X_fit, Y_fit, eval_set=(X_val, Yv))
+    sse = np.asarray(getattr(est, "eval_sse_", None), dtype=float)
+    if sse.ndim != 2 or sse.shape[1] != Yv.shape[1]:
+        return None
+    if metric == "mse":
+        return sse.sum(axis=1) / Yv.size
+    return np.mean(1.0 - sse / sst, axis=1)
+
+
 def evaluate_candidate(make, params: dict, X, Y, folds, metric: str, staged: str | None = None,
                        n_stages: int | None = None, y_metric=None) -> dict:
     """Validation score of one candidate: ``make(params) -> estimator``; ``folds`` from
@@ -70,11 +97,18 @@ def evaluate_candidate(make, params: dict, X, Y, folds, metric: str, staged: str
     stages = None
     for fit_rows, val_rows in folds:
         est = make(dict(params))
-        t0 = time.perf_counter()
-        est.fit(_rows(X, fit_rows), _rows(Y, fit_rows))
-        fit_seconds += time.perf_counter() - t0
         X_val, Y_val, Y_fit = _rows(X, val_rows), Y_metric[val_rows], Y_metric[fit_rows]
-        if staged:
+        t0 = time.perf_counter()
+        compiled = _compiled_curve(est, metric, _rows(X, fit_rows), _rows(Y, fit_rows), X_val, Y_val) \
+            if staged else None
+        if compiled is None:
+            est.fit(_rows(X, fit_rows), _rows(Y, fit_rows))
+        fit_seconds += time.perf_counter() - t0
+        if compiled is not None:
+            total = len(compiled)
+            stages = tuning.scored_stages(total)
+            curves.append(compiled[stages - 1])
+        elif staged:
             if not hasattr(est, "staged_predict"):
                 raise ConfigError(f"tune.staged: the estimator {type(est).__name__} has no staged_predict")
             total = n_stages or int(params.get(staged) or getattr(est, staged))
