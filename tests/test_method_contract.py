@@ -268,3 +268,18 @@ def test_a_time_budget_becomes_stored_stage_caps(toy_plugin, repo_root, monkeypa
               tmp_path / "cache", budget=budget)
     best = select(spec, [tmp_path / "c0.json"], tmp_path / "selected.json")
     assert best["params"] == chosen and job is not None
+
+
+@pytest.mark.parametrize("params, key", [({"n_estimators": -5}, "n_estimators"), ({"n_estimators": 0}, "n_estimators"),
+                                         ({"n_estimators": "five"}, "n_estimators"),
+                                         ({"max_features": 0}, "max_features"),
+                                         ({"max_features": "sqrtt"}, "max_features"), ({"n_trees": 3}, "n_trees")])
+@pytest.mark.parametrize("method", ["random_forest", "extra_trees", "decision_tree"])
+def test_our_estimators_parameters_are_refused_before_any_job(repo_root, monkeypatch, method, params, key):
+    monkeypatch.chdir(repo_root)
+    if method == "decision_tree" and "n_estimators" in params:
+        params, key = {"max_depth": 0}, "max_depth"
+    cfg = {"experiments": {"e": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"],
+                                 "methods": [{"name": "v", "method": method, "params": params}]}}}
+    with pytest.raises(ConfigError, match=rf"my.yaml: experiment e, variant v: .*{key}"):
+        Plan(cfg, source="my.yaml")
