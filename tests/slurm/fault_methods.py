@@ -1,28 +1,27 @@
 """Fault injection for the SLURM tests, as a method plugin (``plugins: [fault_methods]`` in tiny.yaml).
 
-``flaky_forest`` fails the first time it is fitted on given data when ``FORESTBENCH_TEST_FAULT_DIR`` names a
-folder (a marker per training set is left there), so that every fit job fails on its first attempt and succeeds
-when resubmitted; without the variable it is scikit-learn's forest. ``always_fails`` fails every fit.
+``flaky_forest`` is scikit-learn's forest, except that its fit fails when the fit command's ``--attempt`` (the
+attempt number Snakemake passes to every fit job) is listed in ``FORESTBENCH_TEST_FAIL_ATTEMPTS`` (e.g. ``1``: every
+fit fails on its first attempt and succeeds when resubmitted). ``always_fails`` fails every fit.
 """
-import hashlib
 import os
-from pathlib import Path
+import sys
 
-import numpy as np
 from sklearn.ensemble import RandomForestRegressor
 
 from forestbench.methods import register
 
 
+def _attempt() -> str | None:
+    argv = sys.argv
+    return argv[argv.index("--attempt") + 1] if "--attempt" in argv[:-1] else None
+
+
 class FlakyForest(RandomForestRegressor):
     def fit(self, X, y, sample_weight=None):
-        folder = os.environ.get("FORESTBENCH_TEST_FAULT_DIR")
-        if folder:
-            marker = Path(folder) / hashlib.sha256(np.ascontiguousarray(X).tobytes()).hexdigest()[:16]
-            if not marker.exists():
-                marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.touch()
-                raise RuntimeError("failing on purpose on the first fit of this training set (test fault injection)")
+        failing = os.environ.get("FORESTBENCH_TEST_FAIL_ATTEMPTS", "").split(",")
+        if _attempt() in failing:
+            raise RuntimeError(f"failing on purpose on attempt {_attempt()} (test fault injection)")
         return super().fit(X, y, sample_weight)
 
 
@@ -31,5 +30,5 @@ class AlwaysFails(RandomForestRegressor):
         raise RuntimeError("always_fails: this method fails every fit (test fault injection)")
 
 
-register("flaky_forest", f"{__name__}:FlakyForest", description="test fault injection: fails on the first attempt")
+register("flaky_forest", f"{__name__}:FlakyForest", description="test fault injection: fails on chosen attempts")
 register("always_fails", f"{__name__}:AlwaysFails", description="test fault injection: fails every fit")

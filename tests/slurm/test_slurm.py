@@ -4,7 +4,7 @@ For each status command the plugin knows (sacct, which needs slurmdbd, and squeu
 with the tiny configuration ``tiny.yaml`` and the repository's ``workflow/profiles/slurm`` profile:
 
 1. every fit job fails on its first attempt (fault injection by the test plugin ``fault_methods.py``, switched on
-   by ``FORESTBENCH_TEST_FAULT_DIR``) and is resubmitted by ``--retries`` with twice the memory and time: the second ``sbatch`` asks for
+   by ``FORESTBENCH_TEST_FAIL_ATTEMPTS=1``) and is resubmitted by ``--retries`` with twice the memory and time: the second ``sbatch`` asks for
    them, the run records say attempt 2 with the doubled request, and carry the SLURM job id and node. The two
    fits are bundled into one SLURM job (``--group-components fit_{experiment}=2``). The run ends with the scores table and
    the experiment's report.
@@ -63,7 +63,7 @@ def _env(workdir: Path, **extra) -> dict:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     for name in [k for k in env if k.startswith("SLURM_") or k.startswith("SBATCH_")]:
         del env[name]
-    env.pop("FORESTBENCH_TEST_FAULT_DIR", None)
+    env.pop("FORESTBENCH_TEST_FAIL_ATTEMPTS", None)
     env.update(extra)
     return env
 
@@ -156,7 +156,7 @@ def test_workflow_on_slurm_retries_and_failures(tmp_path, slurm_cluster, status_
     rc, text, seconds = _snakemake(
         workdir,
         ["results/slurm_ok/report/manifest.json", *base, "--retries", "1", "--group-components", "fit_{experiment}=2"],
-        _env(workdir, FORESTBENCH_TEST_FAULT_DIR=str(tmp_path / "faults")),
+        _env(workdir, FORESTBENCH_TEST_FAIL_ATTEMPTS="1"),
     )
     assert rc is not None, f"snakemake hung ({status_command}); log tail:\n{text[-4000:]}"
     assert rc == 0, f"snakemake failed ({status_command}), rc {rc}:\n{text[-6000:]}"
