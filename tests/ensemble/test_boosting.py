@@ -315,11 +315,12 @@ def test_bad_data(cls):
 
 @pytest.mark.parametrize("cls", ALL)
 @pytest.mark.parametrize("max_features", [None, 2])
-def test_presorted_builder_grows_the_kernels_trees(cls, max_features):
+@pytest.mark.parametrize("d", [3, 9])
+def test_presorted_builder_grows_the_kernels_trees(cls, max_features, d):
     # continuous inputs without exact ties: both builders must choose the same splits (all features visited in
     # index order); with feature sampling both draw from the same distribution but with their own generators, so
     # only the loss decrease is compared
-    X, Y = _regression(n=200, p=4, d=3)
+    X, Y = _regression(n=200, p=4, d=d)
     kw = dict(n_estimators=20, learning_rate=0.3, max_leaf_nodes=6, max_features=max_features, random_state=0,
               monitor_train_loss=True)
     a = cls(**kw).fit(X, Y)
@@ -344,12 +345,14 @@ def test_compiled_validation_scores_equal_staged_predict(cls):
 
 @pytest.mark.parametrize("cls", ALL)
 @pytest.mark.parametrize("density", [0.1, 0.9])
-def test_presorted_builder_on_binary_inputs(cls, density):
-    # runs of equal values (binary inputs) are scanned from the short side: same trees as the kernel's builder
+@pytest.mark.parametrize("d", [3, 11])
+def test_presorted_builder_on_binary_inputs(cls, density, d):
+    # runs of equal values (binary inputs) are scanned from the short side: same trees as the kernel's builder;
+    # d = 11 goes through the four-accumulator sums of squares and their tail
     rng = np.random.default_rng(3)
     X = (rng.random((300, 12)) < density).astype(np.float32)
     X[:, 0] = rng.uniform(size=300)        # one continuous column as well
-    Y = X[:, 1:4] @ rng.normal(size=(3, 3)) + np.sin(5 * X[:, :1]) + 0.1 * rng.normal(size=(300, 3))
+    Y = X[:, 1:4] @ rng.normal(size=(3, d)) + np.sin(5 * X[:, :1]) + 0.1 * rng.normal(size=(300, d))
     kw = dict(n_estimators=20, learning_rate=0.3, max_leaf_nodes=6, random_state=0, monitor_train_loss=True)
     a = cls(**kw).fit(X, Y)
     b = cls(**kw, tree_builder="kernel").fit(X, Y)

@@ -595,6 +595,27 @@ cdef void _apply_builder(TreeBuilder builder, const float32_t* X, intp_t rs, int
 cdef float32_t FEATURE_THRESHOLD = 1e-7
 cdef float64_t PROXY_RTOL = 1e-10
 cdef float64_t EPSILON = 2.220446049250313e-16
+# from this many split targets on, the two-valued features of a node are summed in one pass over its rows
+cdef intp_t BATCH_MIN_Q = 8
+
+
+cdef inline void _side_squares(const float64_t* A, const float64_t* S, intp_t q, float64_t* a2,
+                               float64_t* b2) noexcept nogil:
+    """a2 = sum_k A_k^2 and b2 = sum_k (S_k - A_k)^2: the two sides' squared sums of one cut, with four
+    independent accumulators per sum (the loop is then bound by throughput, not by the latency of one chain)."""
+    cdef float64_t a0 = 0.0, a1 = 0.0, a2_ = 0.0, a3 = 0.0, b0 = 0.0, b1 = 0.0, b2_ = 0.0, b3 = 0.0, u, v
+    cdef intp_t k = 0
+    while k + 4 <= q:
+        u = A[k]; v = S[k] - u; a0 += u * u; b0 += v * v
+        u = A[k + 1]; v = S[k + 1] - u; a1 += u * u; b1 += v * v
+        u = A[k + 2]; v = S[k + 2] - u; a2_ += u * u; b2_ += v * v
+        u = A[k + 3]; v = S[k + 3] - u; a3 += u * u; b3 += v * v
+        k += 4
+    while k < q:
+        u = A[k]; v = S[k] - u; a0 += u * u; b0 += v * v
+        k += 1
+    a2[0] = (a0 + a1) + (a2_ + a3)
+    b2[0] = (b0 + b1) + (b2_ + b3)
 
 
 cdef struct Candidate:
@@ -620,6 +641,10 @@ cdef class PresortBuilder:
     must be better by a relative 1e-10, features visited in index order when all are candidates, else
     ``max_features`` non-constant features drawn without replacement; the frontier is expanded by largest impurity
     decrease (ties: smaller node id). A node's children are only evaluated while a split is still allowed.
+
+    With many split targets (q >= 8, gbmort's gradient) and every feature scored, the two-valued features of a node
+    (binary inputs) are summed in one pass over the node's rows (``_binary_sums``) instead of one gather of the
+    target rows per feature; they have a single cut, scored from those sums with the same rule.
     """
     cdef object _keep
     cdef intp_t n, p, max_leaf_nodes, max_features
@@ -641,6 +666,15 @@ cdef class PresortBuilder:
     cdef intp_t n_leaves
     cdef intp_t cap_q, cap_w
     cdef float64_t* inv           # inv[k] = 1 / k: no division per scanned position
+    # two-valued (binary) inputs: their split sums by one pass over the node's samples (see _binary_sums)
+    cdef intp_t n_bin
+    cdef intp_t* bin_of           # p: index among the two-valued features, -1 for the others
+    cdef char* bin_minor_high     # n_bin: 1 when the rarer of the two values is the larger one
+    cdef int32_t* row_ptr         # n + 1: CSR rows of the rarer values
+    cdef int32_t* row_bins        # the two-valued features (their bin index) where the row holds the rarer value
+    cdef float64_t* bin_sums      # n_bin x q: sum of the split targets over the node's rows holding the rarer value
+    cdef intp_t* bin_counts       # n_bin: number of those rows
+    cdef intp_t cap_bq
 
     def __cinit__(self, *args, **kwargs):
         self.inv = NULL
@@ -660,6 +694,14 @@ cdef class PresortBuilder:
         self.leaf_values = NULL
         self.cap_q = 0
         self.cap_w = 0
+        self.n_bin = 0
+        self.bin_of = NULL
+        self.bin_minor_high = NULL
+        self.row_ptr = NULL
+        self.row_bins = NULL
+        self.bin_sums = NULL
+        self.bin_counts = NULL
+        self.cap_bq = 0
 
     def __init__(self, X, intp_t max_leaf_nodes, intp_t max_features):
         cdef intp_t n = X.shape[0], p = X.shape[1], f, r
@@ -695,12 +737,60 @@ cdef class PresortBuilder:
         self.inv[0] = 0.0
         for r in range(1, n + 1):
             self.inv[r] = 1.0 / r
+        self._index_two_valued(values)
+
+    def _index_two_valued(self, values):
+        """Find the features with exactly two distinct values and list, row by row, those where the row holds the
+        feature's rarer value (CSR), for _binary_sums."""
+        cdef intp_t n = self.n, p = self.p, f, b
+        if n < 2 or p == 0:
+            return
+        lo = values[:, 0]
+        hi = values[:, n - 1]
+        is_lo = values == lo[:, None]
+        two = (hi > lo + FEATURE_THRESHOLD) & (is_lo | (values == hi[:, None])).all(axis=1)
+        feats = np.flatnonzero(two)
+        if feats.size == 0:
+            return
+        n_lo = is_lo[feats].sum(axis=1)
+        minor_high = n_lo >= n - n_lo                       # the larger value is the rarer (or as frequent) one
+        Xs = np.empty((n, feats.size), dtype=bool)          # rows x two-valued features: holds the rarer value
+        order = np.asarray(self._keep[0])
+        for b in range(feats.size):
+            f = feats[b]
+            rows_lo = order[f, :n_lo[b]]
+            col = np.zeros(n, dtype=bool)
+            col[rows_lo] = True
+            Xs[:, b] = ~col if minor_high[b] else col
+        counts = Xs.sum(axis=1)
+        row_ptr = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(counts, out=row_ptr[1:])
+        row_bins = np.ascontiguousarray(np.nonzero(Xs)[1].astype(np.int32))
+        bin_of = np.full(p, -1, dtype=np.intp)
+        bin_of[feats] = np.arange(feats.size)
+        minor = np.ascontiguousarray(minor_high.astype(np.int8))
+        if row_bins.size == 0:
+            row_bins = np.zeros(1, dtype=np.int32)
+        self._keep = self._keep + (row_ptr, row_bins, bin_of, minor)
+        cdef int32_t[::1] rp = row_ptr
+        cdef int32_t[::1] rb = row_bins
+        cdef intp_t[::1] bo = bin_of
+        cdef signed char[::1] mh = minor
+        self.n_bin = feats.size
+        self.row_ptr = &rp[0]
+        self.row_bins = &rb[0]
+        self.bin_of = &bo[0]
+        self.bin_minor_high = <char*> &mh[0]
+        self.bin_counts = <intp_t*> malloc(self.n_bin * sizeof(intp_t))
+        if self.bin_counts == NULL:
+            raise MemoryError()
 
     def __dealloc__(self):
         free(self.inv)
         free(self.idx); free(self.val); free(self.tmp_idx); free(self.tmp_val); free(self.goleft)
         free(self.feats); free(self.sum_total); free(self.sum_left); free(self.best_left)
         free(self.frontier); free(self.nodes); free(self.leaf_values)
+        free(self.bin_sums); free(self.bin_counts)
 
     cdef int _ensure(self, intp_t q, intp_t w) except -1 nogil:
         if q > self.cap_q:
@@ -712,6 +802,13 @@ cdef class PresortBuilder:
                 with gil:
                     raise MemoryError()
             self.cap_q = q
+        if self.n_bin > 0 and q >= BATCH_MIN_Q and q > self.cap_bq:
+            free(self.bin_sums)
+            self.bin_sums = <float64_t*> malloc(self.n_bin * q * sizeof(float64_t))
+            if self.bin_sums == NULL:
+                with gil:
+                    raise MemoryError()
+            self.cap_bq = q
         if w > self.cap_w:
             free(self.leaf_values)
             self.leaf_values = <float64_t*> malloc((self.max_leaf_nodes + 1) * w * sizeof(float64_t))
@@ -720,6 +817,29 @@ cdef class PresortBuilder:
                     raise MemoryError()
             self.cap_w = w
         return 0
+
+    cdef void _binary_sums(self, Candidate* c, const float64_t* Z, intp_t q) noexcept nogil:
+        """Sums of the split targets over the node's rows that hold each two-valued feature's rarer value.
+
+        One pass over the node's rows: each target row is read once and added to the sums of the features where it
+        holds the rarer value. The per-feature scan would instead gather the same rows from memory once per
+        feature, which with many targets (a 983-output gradient) is bound by memory traffic; the n_bin x q sums
+        stay in cache."""
+        cdef const int32_t* ix = (self.master_idx if c.in_master else self.idx) + c.order_feature * self.n
+        cdef intp_t r, i, t, k, b
+        cdef const float64_t* zrow
+        cdef float64_t* dst
+        memset(self.bin_sums, 0, self.n_bin * q * sizeof(float64_t))
+        memset(self.bin_counts, 0, self.n_bin * sizeof(intp_t))
+        for r in range(c.start, c.end):
+            i = ix[r]
+            zrow = Z + i * q
+            for t in range(self.row_ptr[i], self.row_ptr[i + 1]):
+                b = self.row_bins[t]
+                self.bin_counts[b] += 1
+                dst = self.bin_sums + b * q
+                for k in range(q):
+                    dst[k] += zrow[k]
 
     cdef void _evaluate(self, Candidate* c, const float64_t* Z, intp_t q, uint64_t* state) noexcept nogil:
         """Find the best split of the node c (c.feature = -1 if it must be a leaf)."""
@@ -731,12 +851,14 @@ cdef class PresortBuilder:
         cdef const float32_t* xv
         cdef float64_t* S = self.sum_total
         cdef float64_t* SL = self.sum_left
-        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, threshold, sl2, slS
+        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, threshold
         cdef intp_t b0, fpos
         cdef float64_t fbest
         cdef const float64_t* zrow
         cdef bint use_all = self.max_features >= self.p
         cdef const float64_t* inv = self.inv
+        cdef bint batch
+        cdef intp_t b, nb
         c.feature = -1
         c.improvement = 0.0
         if m < 2:
@@ -753,6 +875,9 @@ cdef class PresortBuilder:
             ss += S[k] * S[k]
         if (sq / m - ss / (<float64_t> m * m)) / q <= EPSILON:
             return
+        batch = use_all and q >= BATCH_MIN_Q and self.n_bin > 0
+        if batch:
+            self._binary_sums(c, Z, q)
         fi = 0
         while True:
             if use_all:
@@ -771,6 +896,29 @@ cdef class PresortBuilder:
                 n_drawn += 1
             ix = base_idx + f * n
             xv = base_val + f * n
+            if batch and self.bin_of[f] >= 0:
+                # a two-valued feature: one cut, its side sums from _binary_sums
+                b = self.bin_of[f]
+                nb = self.bin_counts[b]
+                if nb == 0 or nb == m:
+                    continue
+                n_scored += 1
+                if self.bin_minor_high[b]:
+                    fpos = end - nb
+                    _side_squares(self.bin_sums + b * q, S, q, &pr, &pl)
+                else:
+                    fpos = start + nb
+                    _side_squares(self.bin_sums + b * q, S, q, &pl, &pr)
+                proxy = pl * inv[fpos - start] + pr * inv[end - fpos]
+                if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
+                    best = proxy
+                    c.feature = f
+                    c.pos = fpos
+                    threshold = xv[fpos - 1] / 2.0 + xv[fpos] / 2.0
+                    if threshold == xv[fpos] or threshold == INFINITY or threshold == -INFINITY:
+                        threshold = xv[fpos - 1]
+                    c.threshold = threshold
+                continue
             if xv[end - 1] <= xv[start] + FEATURE_THRESHOLD:
                 continue
             n_scored += 1
@@ -780,8 +928,6 @@ cdef class PresortBuilder:
             while b0 < end - 1 and xv[b0 + 1] <= xv[b0] + FEATURE_THRESHOLD:
                 b0 += 1
             memset(SL, 0, q * sizeof(float64_t))
-            sl2 = 0.0
-            slS = 0.0
             if b0 - start > end - b0:
                 fpos = -1
                 fbest = -INFINITY
@@ -793,18 +939,14 @@ cdef class PresortBuilder:
                     else:
                         zrow = Z + i * q
                         for k in range(q):
-                            z = zrow[k]
-                            sl2 += z * (2.0 * SL[k] + z)
-                            slS += S[k] * z
-                            SL[k] += z
+                            SL[k] += zrow[k]
                     if xv[r] <= xv[r - 1] + FEATURE_THRESHOLD:
                         continue
                     if q == 1:
                         pr = SL[0] * SL[0]
                         pl = (S[0] - SL[0]) * (S[0] - SL[0])
                     else:
-                        pr = sl2
-                        pl = ss - 2.0 * slS + sl2
+                        _side_squares(SL, S, q, &pr, &pl)
                     proxy = pl * inv[r - start] + pr * inv[end - r]
                     # cuts visited right to left: a cut further left replaces the feature's best unless it is
                     # worse by the margin (the forward scan's preference for the leftmost of near-equal cuts)
@@ -825,21 +967,18 @@ cdef class PresortBuilder:
                 if q == 1:
                     SL[0] += Z[i]
                 else:
-                    # running sum_k SL_k^2 and sum_k S_k SL_k: O(1) proxy per position
+                    # per sample only the q sums move (a vectorisable loop); the proxy's O(q) sums of squares are
+                    # formed at cuts only, which a feature with few distinct values (binary inputs) rarely has
                     zrow = Z + i * q
                     for k in range(q):
-                        z = zrow[k]
-                        sl2 += z * (2.0 * SL[k] + z)
-                        slS += S[k] * z
-                        SL[k] += z
+                        SL[k] += zrow[k]
                 if xv[r + 1] <= xv[r] + FEATURE_THRESHOLD:
                     continue
                 if q == 1:
                     pl = SL[0] * SL[0]
                     pr = (S[0] - SL[0]) * (S[0] - SL[0])
                 else:
-                    pl = sl2
-                    pr = ss - 2.0 * slS + sl2
+                    _side_squares(SL, S, q, &pl, &pr)
                 proxy = pl * inv[r + 1 - start] + pr * inv[end - r - 1]
                 if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
                     best = proxy
