@@ -218,6 +218,10 @@ cdef void _logistic_slope_curv(const float64_t* y, const float64_t* f, const flo
     curv[0] = h
 
 
+# a Newton step this small (relative) ends the line search: quadratic convergence leaves an error of ~1e-14
+cdef float64_t NEWTON_ACCEPT = 1e-7
+
+
 cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t* f, const float64_t* r,
                                             const float64_t* g, intp_t n) noexcept nogil:
     """argmin_rho of the logistic loss along g: Newton steps kept inside the sign-change bracket of the slope
@@ -250,7 +254,8 @@ cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t*
         new = rho - sl / cv if cv > 0 else INFINITY
         if not (new > lo and new < hi):
             new = 0.5 * (lo + hi) if hi < INFINITY else 4.0 * rho
-        if fabs(new - rho) <= 1e-12 * fabs(new):
+        elif fabs(new - rho) <= NEWTON_ACCEPT * fabs(new):
+            # a Newton step of relative size delta leaves an error of order delta^2: accepted without another pass
             rho = new
             break
         rho = new
@@ -259,21 +264,27 @@ cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t*
 
 cdef float64_t _line_search_logistic_leaves(const float64_t* y, const float64_t* r, const intp_t* leaf,
                                             const float64_t* gl, intp_t gstride, intp_t n_leaves, intp_t n,
-                                            float64_t* e, float64_t* tab, bint e_given=False) noexcept nogil:
+                                            float64_t* e, float64_t* tab, bint e_given=False,
+                                            bint r_from_e=False) noexcept nogil:
     """The bracketed Newton search of :func:`_line_search_logistic_newton` for a tree step: g_i = gl[leaf_i *
     gstride] takes one value per leaf, so exp(2 y_i (f_i + rho g_i)) = e_i exp(2 y_i rho g_i) with
     e_i = exp(2 y_i f_i) = 2 / |r_i| - 1 recovered from the gradient: 2 x n_leaves exponentials per step instead
     of one per sample."""
     cdef intp_t i, l, it
-    cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0, gi, a, T, sl, cv
+    cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0, gi, a, T, sl, cv, ri
     cdef float64_t lo = 0.0, hi = INFINITY, rho, new
     for i in range(n):
         gi = gl[leaf[i] * gstride]
-        ar = fabs(r[i])
+        if r_from_e:
+            # r not stored: the negative gradient 2 y / (1 + e) from the kept e
+            ri = 2.0 * y[i] / (1.0 + e[i])
+        else:
+            ri = r[i]
+        ar = fabs(ri)
         if not e_given:
             e[i] = 2.0 / ar - 1.0 if ar > 0 else INFINITY
         if gi != 0.0:
-            slope0 -= gi * r[i]
+            slope0 -= gi * ri
             curv += gi * gi * ar * (2.0 - ar)
             scale += 2.0 * fabs(gi)
     if slope0 == 0.0 or scale == 0.0:
@@ -305,7 +316,8 @@ cdef float64_t _line_search_logistic_leaves(const float64_t* y, const float64_t*
         new = rho - sl / cv if cv > 0 else INFINITY
         if not (new > lo and new < hi):
             new = 0.5 * (lo + hi) if hi < INFINITY else 4.0 * rho
-        if fabs(new - rho) <= 1e-12 * fabs(new):
+        elif fabs(new - rho) <= NEWTON_ACCEPT * fabs(new):
+            # a Newton step of relative size delta leaves an error of order delta^2: accepted without another pass
             rho = new
             break
         rho = new
@@ -1199,6 +1211,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     cdef float64_t* gcol = <float64_t*> malloc(n * sizeof(float64_t))
     cdef float64_t* phi = <float64_t*> malloc(max(q, 1) * d * sizeof(float64_t))
     cdef intp_t* perm = <intp_t*> malloc(d * sizeof(intp_t))
+    cdef char* have_r = <char*> malloc(max(d, 1))
     cdef float64_t* rho = <float64_t*> malloc(d * sizeof(float64_t))
     cdef WPair* work = <WPair*> malloc((n + 1) * sizeof(WPair))
     cdef float64_t* ebuf = <float64_t*> malloc((n + 1) * sizeof(float64_t))
@@ -1214,8 +1227,8 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     cdef intp_t stage, nl, lb, out
     cdef float64_t* V
     if (leaf == NULL or gcol == NULL or phi == NULL or perm == NULL or rho == NULL or work == NULL
-            or ebuf == NULL or tab == NULL):
-        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab)
+            or ebuf == NULL or tab == NULL or have_r == NULL):
+        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab); free(have_r)
         raise MemoryError()
     try:
         with nogil:
@@ -1240,17 +1253,31 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                         memcpy(Zb, Rt + out * n, n * sizeof(float64_t))
                     else:
                         out = -1
-                        for j in range(d):
-                            if estate:
-                                _logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
-                            else:
-                                _column_gradient(loss, Yt + j * n, Ft + j * n, Rt + j * n, n)
+                        if algo == RPO and estate:
+                            # only the projected outputs' gradients are stored: the line searches of the others
+                            # recover theirs from E (a sub-sampling projection needs one column of n x d)
+                            _draw_projection(pkind, q, d, phi, perm, &pstate)
+                            for j in range(d):
+                                have_r[j] = 0
+                                for k in range(q):
+                                    if phi[k * d + j] != 0.0:
+                                        have_r[j] = 1
+                                if have_r[j]:
+                                    _logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
+                        else:
+                            for j in range(d):
+                                have_r[j] = 1
+                                if estate:
+                                    _logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
+                                else:
+                                    _column_gradient(loss, Yt + j * n, Ft + j * n, Rt + j * n, n)
                         if algo == MORT:
                             for i in range(n):
                                 for j in range(d):
                                     Zb[i * d + j] = Rt[j * n + i]
                         else:
-                            _draw_projection(pkind, q, d, phi, perm, &pstate)
+                            if not (algo == RPO and estate):
+                                _draw_projection(pkind, q, d, phi, perm, &pstate)
                             memset(Zb, 0, n * q * sizeof(float64_t))
                             for k in range(q):
                                 for j in range(d):
@@ -1302,7 +1329,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                         for j in range(d):
                             if estate:
                                 rho[j] = lr * _line_search_logistic_leaves(Yt + j * n, Rt + j * n, leaf, V, 1, nl,
-                                                                           n, Et + j * n, tab, True)
+                                                                           n, Et + j * n, tab, True, not have_r[j])
                             else:
                                 rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
                                                            work, brent)
@@ -1360,7 +1387,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                     train_loss[stage + 1] = s
         out_dict = _export(&M, algo)
     finally:
-        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab)
+        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab); free(have_r)
         _free_model(&M)
     out_dict["stage_seconds"] = stage_seconds_arr
     out_dict["train_loss"] = train_loss_arr
