@@ -42,7 +42,17 @@ lecture slides' (method, B, max depth) grid, no std) maps each variant to ``{met
 and may add ``rerun`` (variant -> [mean, sd] of an independent rerun), ``oracle`` (variant -> its oracle twin) and
 ``claims`` (the slides' qualitative claims, see ``forestbench.report.teaching``).
 """
-from forestbench.report.experiment import REPORT_KINDS, build_experiment_report, report_kind
-from forestbench.report.index import build_index
-
 __all__ = ["REPORT_KINDS", "build_experiment_report", "build_index", "report_kind"]
+
+# the public names are imported on first use: plotting (matplotlib, seaborn, pandas) costs about a second, which
+# every command of the CLI (it lists the report commands among the others) and every fit job would otherwise pay
+_LAZY = {"REPORT_KINDS": "experiment", "build_experiment_report": "experiment", "report_kind": "experiment",
+         "build_index": "index"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"forestbench.report.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'forestbench.report' has no attribute {name!r}")
