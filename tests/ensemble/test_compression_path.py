@@ -67,6 +67,43 @@ def test_flat_forest_reproduces_forest_predictions(friedman300):
     assert flat.n_test_nodes == sum(int((t.tree_.children_left >= 0).sum()) for t in et.estimators_)
 
 
+def test_float32_thresholds_keep_every_decision():
+    # x > t (float64) and x > t rounded down to float32 agree for every float32 x: thresholds at, between and
+    # beside adjacent float32 values, huge and infinite ones
+    from forestbench.tree.indicator import float32_thresholds
+
+    rng = np.random.default_rng(4)
+    base = rng.standard_normal(200).astype(np.float32)
+    up = np.nextafter(base, np.float32(np.inf))
+    t = np.concatenate([base.astype(np.float64), (base.astype(np.float64) + up.astype(np.float64)) / 2,
+                        np.nextafter(base.astype(np.float64), np.inf), np.nextafter(base.astype(np.float64), -np.inf),
+                        [1e300, -1e300, np.inf, -np.inf, 3.4028235e38, 0.0, -0.0]])
+    t32 = float32_thresholds(t)
+    assert t32.dtype == np.float32
+    x = np.concatenate([base, up, np.nextafter(base, np.float32(-np.inf)),
+                        np.float32([0.0, -0.0, 3.4028235e38, -3.4028235e38])])
+    np.testing.assert_array_equal(x[:, None].astype(np.float64) > t[None, :], x[:, None] > t32[None, :])
+
+
+def test_flat_forest_on_inputs_at_the_thresholds(friedman300):
+    # rows placed exactly at split thresholds and one float32 step beside them, C and Fortran order, a row count
+    # that leaves a partial group of rows descending together
+    X, y, Xt, _ = friedman300
+    et = ExtraTreesRegressor(10, max_features=1.0, random_state=3).fit(X, y)
+    flat = FlatForest.from_trees(et)
+    tree = et.estimators_[0].tree_
+    inner = np.flatnonzero(tree.children_left >= 0)[:60]
+    rows = np.repeat(np.asarray(Xt[:1], dtype=np.float32), 3 * inner.size, axis=0)
+    for k, node in enumerate(inner):
+        v = np.float32(tree.threshold[node])
+        for s, val in enumerate([v, np.nextafter(v, np.float32(np.inf)), np.nextafter(v, np.float32(-np.inf))]):
+            rows[3 * k + s, tree.feature[node]] = val
+    rows = rows[:-5]
+    expect = et.predict(rows)
+    np.testing.assert_allclose(flat.predict(rows)[:, 0], expect, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(flat.predict(np.asfortranarray(rows))[:, 0], expect, rtol=0, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------- FS_eps oracles
 def dense_fs(Z, Y, eps, n_steps, scaling="standardize"):
     """Textbook FS_eps (ESL Alg. 3.4) on an explicitly standardised dense design: recomputes every correlation

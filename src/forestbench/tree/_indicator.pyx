@@ -11,6 +11,9 @@ cimport numpy as cnp
 
 from forestbench.tree._utils cimport intp_t, float64_t, float32_t, int32_t
 
+cdef enum:
+    PREDICT_LANES = 8  # rows that descend one tree together in flat_forest_predict
+
 cnp.import_array()
 
 
@@ -86,48 +89,67 @@ def flat_forest_apply(const int32_t[::1] left, const int32_t[::1] right, const i
     return out
 
 
-def flat_forest_predict(const int32_t[::1] left, const int32_t[::1] right, const int32_t[::1] feature,
-                        const float64_t[::1] threshold, const float64_t[:, ::1] value,
-                        const intp_t[::1] roots, X, const float64_t[::1] intercept):
-    """``intercept + sum over trees of value[leaf]``: shape (n, n_outputs). Children ids are global.
-    X: float32 2-D (C-contiguous rows take a faster path)."""
+def descent_tables(const int32_t[::1] left, const int32_t[::1] right, const int32_t[::1] feature):
+    """Tables of :func:`flat_forest_predict`: ``child[2 v + (x > threshold_v)]`` is the node after v without a
+    branch, and a leaf points to itself (its ``feat`` is 0: read but without effect), so a row that has reached its
+    leaf stays there."""
+    cdef intp_t n_nodes = left.shape[0], node
+    child_arr = np.empty(2 * n_nodes, dtype=np.int32)
+    feat_arr = np.empty(n_nodes, dtype=np.int32)
+    cdef int32_t[::1] child = child_arr, feat = feat_arr
+    with nogil:
+        for node in range(n_nodes):
+            if left[node] >= 0:
+                child[2 * node] = left[node]
+                child[2 * node + 1] = right[node]
+                feat[node] = feature[node]
+            else:
+                child[2 * node] = <int32_t> node
+                child[2 * node + 1] = <int32_t> node
+                feat[node] = 0
+    return child_arr, feat_arr
+
+
+def flat_forest_predict(const int32_t[::1] child, const int32_t[::1] feat, const float32_t[::1] threshold,
+                        const float64_t[:, ::1] value, const intp_t[::1] roots, const float32_t[:, ::1] X,
+                        const float64_t[::1] intercept):
+    """``intercept + sum over trees of value[leaf]``: shape (n, n_outputs), with the tables of
+    :func:`descent_tables` (global node ids) and float32 thresholds rounded down from the float64 ones
+    (:func:`float32_thresholds`: for a float32 x, x > t exactly when x > t rounded down); X: float32,
+    C-contiguous.
+
+    Tree by tree (one tree's nodes stay in cache while all rows go through it), PREDICT_LANES rows at a time
+    descending together: each step of a row is a chain of dependent loads (feature, input value, next node), and
+    interleaving the rows' chains overlaps their latencies; a group stops when none of its rows moved."""
     cdef intp_t n = X.shape[0], n_trees = roots.shape[0], d = value.shape[1], i, m, node, o
+    cdef intp_t g, k, i0, moved, nxt, width = PREDICT_LANES
+    cdef intp_t lanes[PREDICT_LANES]
+    cdef const float32_t* rows[PREDICT_LANES]
     out = np.empty((n, d), dtype=np.float64)
     cdef float64_t[:, ::1] ov = out
-    cdef const float32_t[:, ::1] Xc
-    cdef const float32_t[:, :] Xa
-    cdef const float32_t* row
-    for i in range(n):
-        for o in range(d):
-            ov[i, o] = intercept[o]
-    if X.flags.c_contiguous:
-        Xc = X
-        with nogil:
-            # tree by tree: one tree's nodes stay in cache while all rows go through it
-            for m in range(n_trees):
-                for i in range(n):
-                    row = &Xc[i, 0]
-                    node = roots[m]
-                    while left[node] >= 0:
-                        if row[feature[node]] <= threshold[node]:
-                            node = left[node]
-                        else:
-                            node = right[node]
+    with nogil:
+        for i in range(n):
+            for o in range(d):
+                ov[i, o] = intercept[o]
+        for m in range(n_trees):
+            i0 = 0
+            while i0 < n:
+                g = min(width, n - i0)
+                for k in range(g):
+                    lanes[k] = roots[m]
+                    rows[k] = &X[i0 + k, 0]
+                moved = 1
+                while moved:
+                    moved = 0
+                    for k in range(g):
+                        node = lanes[k]
+                        nxt = child[2 * node + (rows[k][feat[node]] > threshold[node])]
+                        moved |= nxt != node
+                        lanes[k] = nxt
+                for k in range(g):
                     for o in range(d):
-                        ov[i, o] += value[node, o]
-    else:
-        Xa = X
-        with nogil:
-            for i in range(n):
-                for m in range(n_trees):
-                    node = roots[m]
-                    while left[node] >= 0:
-                        if Xa[i, feature[node]] <= threshold[node]:
-                            node = left[node]
-                        else:
-                            node = right[node]
-                    for o in range(d):
-                        ov[i, o] += value[node, o]
+                        ov[i0 + k, o] += value[lanes[k], o]
+                i0 += g
     return out
 
 

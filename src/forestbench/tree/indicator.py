@@ -60,6 +60,18 @@ def tree_node_arrays(forest_or_trees):
     return left, right, feature, threshold, offsets
 
 
+def float32_thresholds(threshold):
+    """Each float64 threshold rounded down to a float32 (the largest float32 <= t). For a float32 input x,
+    ``x > t`` holds exactly when ``x > float32_thresholds(t)``: no input value lies strictly between the two, so
+    predictions compare in float32 without changing any decision."""
+    t = np.asarray(threshold, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        t32 = t.astype(np.float32)          # beyond the float32 range: +-inf, then stepped down below
+    above = t32.astype(np.float64) > t
+    t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
+    return np.ascontiguousarray(t32)
+
+
 def _check_X(X, n_features=None):
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float32)
@@ -131,6 +143,9 @@ class FlatForest:
         if self.intercept.shape[0] != self.value.shape[1]:
             raise ValueError(f"intercept has {self.intercept.shape[0]} outputs, value has {self.value.shape[1]}")
         self._min_features = int(self.feature.max()) + 1 if self.feature.size and self.feature.max() >= 0 else None
+        # derived tables of the branch-free descent used by predict (same size as left/right/feature)
+        self._child, self._feat = _indicator.descent_tables(self.left, self.right, self.feature)
+        self._threshold32 = float32_thresholds(self.threshold)
 
     @classmethod
     def from_trees(cls, forest_or_trees, scale=None):
@@ -181,9 +196,9 @@ class FlatForest:
             X = sp.csr_matrix(X)
             blocks = [self.predict(X[s:s + 4096].toarray()) for s in range(0, X.shape[0], 4096)]
             return np.vstack(blocks) if blocks else np.empty((0, self.n_outputs))
-        X = _check_X(X, self._min_features)
-        return _indicator.flat_forest_predict(self.left, self.right, self.feature, self.threshold, self.value,
-                                              self.roots, X, self.intercept)
+        X = np.ascontiguousarray(_check_X(X, self._min_features))
+        return _indicator.flat_forest_predict(self._child, self._feat, self._threshold32, self.value, self.roots, X,
+                                              self.intercept)
 
     def apply(self, X):
         """Global leaf id of every row in every tree, ``(n_samples, n_trees)``."""
