@@ -154,3 +154,30 @@ def test_downloaded_datasets_count_their_raw_files(tmp_path):
     assert n_files >= 2  # train and test ARFF files at least
     assert report.jobs["fetch"] == n_files  # yeast is embedded: nothing to fetch
     assert report.jobs["prepare"] == 2
+
+
+def test_a_tuning_budget_caps_the_planned_candidate_cost():
+    # 10 000 boosting iterations per candidate, capped at 20 stages of a stump reference: the planned search costs
+    # at most 20 reference stages per candidate, far below the uncapped model, and the refit is capped alike
+    from forestbench.methods import get_method
+    from forestbench.plan import variant_cost
+
+    tune = {"grid": {"learning_rate": [0.1, 0.5], "max_leaf_nodes": [2, 8]}, "validation": {"holdout": 0.2},
+            "metric": "macro_r2", "staged": "n_estimators", "mode": "dag", "chunk": 2}
+    method = {"name": "gb", "method": "gbmort", "params": {"n_estimators": 10000}}
+
+    def costs(budget):
+        t = dict(tune, budget=budget) if budget else tune
+        config = _config(experiments={"g": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"],
+                                            "methods": [dict(method, tune=t)]}})
+        exp = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas").experiments["g"]
+        return exp, variant_cost(exp, exp.runnable_variants[0], {"n": 20, "p": 3, "d": 3}, False)
+
+    exp, (final_free, chunk_free) = costs(None)
+    reference = {"method": "gbmort", "params": {"max_leaf_nodes": 2}}
+    _, (final, chunk) = costs({"multiple": 20, "reference": reference})
+    one_stage = get_method("gbmort").cost_of(16, 3, 3, {"max_leaf_nodes": 2, "n_estimators": 1}).fit_seconds
+    n_chunks = exp.n_chunks(exp.runnable_variants[0])
+    assert chunk.fit_seconds == pytest.approx(4 * 20 * one_stage / n_chunks)
+    assert chunk.fit_seconds < chunk_free.fit_seconds / 100
+    assert final.fit_seconds == pytest.approx(min(final_free.fit_seconds, 20 * one_stage * 20 / 16))

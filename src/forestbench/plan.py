@@ -135,7 +135,8 @@ def read_timings(results: str | Path) -> dict[tuple[str, str, str], list[float]]
 def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Cost, res.Cost | None]:
     """``(cost of the final fit job, cost of one candidate-chunk job or None)`` of a variant on a dataset shape,
     from its method's cost hook. An in-job selection (``tune.mode: inner``) adds every candidate's validation
-    fits to the final fit; a DAG selection charges them to its chunk jobs."""
+    fits to the final fit; a DAG selection charges them to its chunk jobs. A ``tune.budget`` caps the candidates'
+    and the refit's cost at its multiple of one reference stage."""
     from forestbench.methods import get_method
 
     method = get_method(variant.method)
@@ -148,6 +149,17 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Co
     fraction = (folds - 1) / folds if "kfold" in validation else 1.0 - float(validation["holdout"])
     n_fit = max(1, int(n * fraction))
     costs = [method.cost_of(n_fit, p, d, {**variant.params, **c}, sparse=sparse) for c in exp.candidates(variant)]
+    budget = variant.tune.get("budget")
+    if budget:
+        # a budget caps every candidate's staged parameter so that its fit lasts at most `multiple` stages of the
+        # reference method (the budget job measures that time; here the reference's cost model gives it), and the
+        # refit of the selection runs at most as many stages
+        reference = budget["reference"]
+        one_stage = get_method(reference["method"]).cost_of(
+            n_fit, p, d, {**reference["params"], variant.tune["staged"]: 1}, sparse=sparse)
+        cap = budget["multiple"] * one_stage.fit_seconds
+        costs = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
+        final = res.Cost(min(final.fit_seconds, cap * n / n_fit), final.model_mb)
     search = res.Cost(folds * sum(c.fit_seconds for c in costs), max(c.model_mb for c in costs))
     if variant.tuned_in_dag:
         per_chunk = search.fit_seconds / max(1, exp.n_chunks(variant))
