@@ -368,3 +368,14 @@ def test_logistic_leafwise_search_equals_per_sample_search(cls):
     fast = cls(**kw).fit(X, Y).decision_function(X)
     slow = cls(**kw, line_search="brent").fit(X, Y).decision_function(X)
     np.testing.assert_allclose(fast, slow, rtol=1e-6, atol=1e-7)
+
+
+def test_logistic_probabilities_of_extreme_scores_without_warnings():
+    import warnings
+
+    X, Y = _multilabel(d=2)
+    est = GBMORTRegressor(n_estimators=3, loss="logistic", random_state=0).fit(X, Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        P = est._output(np.array([[-1000.0, 1000.0], [0.0, -0.5 * np.log(3.0)]]))
+    np.testing.assert_allclose(P, [[0.0, 1.0], [0.5, 0.25]], atol=1e-15)

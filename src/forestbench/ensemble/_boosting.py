@@ -43,6 +43,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -238,7 +239,7 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
 
     def _output(self, F):
         if self.loss == "logistic":
-            F = 1.0 / (1.0 + np.exp(-2.0 * F))
+            F = expit(2.0 * F)   # 1 / (1 + exp(-2 f)) without overflow warnings for very negative scores
         return F[:, 0] if self._y_1d else F
 
     def decision_function(self, X):
