@@ -6,6 +6,8 @@ A job is one (experiment, dataset, variant, repeat). This module is shared by th
 """
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,8 +103,15 @@ class ExperimentPlan:
                 for r in range(self.repeats[d])]
 
     def candidates(self, variant: Variant) -> list[dict]:
-        """Candidate parameter sets of a tuned variant (seeded by the experiment's seed)."""
-        return tuning.candidates(variant.tune, self.seed) if variant.tune else []
+        """Candidate parameter sets of a tuned variant (seeded by the experiment's seed). Expanded once per variant
+        (the DAG asks for them once per chunk job): the list and its dicts are shared, callers copy before changing
+        them."""
+        if not variant.tune:
+            return []
+        cache = self.__dict__.setdefault("_candidates", {})
+        if variant.name not in cache:
+            cache[variant.name] = tuning.candidates(variant.tune, self.seed)
+        return cache[variant.name]
 
     def n_chunks(self, variant: Variant) -> int:
         return len(tuning.chunks(len(self.candidates(variant)), variant.tune["chunk"])) if variant.tuned_in_dag \
@@ -166,6 +175,7 @@ class Plan:
         """Refuse, before any job runs, a variant whose parameters (or tuning candidates) its estimator would
         refuse: unknown names, values outside the estimator's parameter constraints, a k-fold larger than the
         training part. Imports the estimators of the planned variants."""
+        checked = set()  # (method, parameters) already accepted: many variants share their candidates
         for name, exp in self.experiments.items():
             for v in exp.runnable_variants:
                 spec = get_method(v.method)
@@ -173,7 +183,11 @@ class Plan:
                 candidates = exp.candidates(v) or [{}]
                 try:
                     for cand in candidates:
-                        spec.check_params({**run_params, **cand})
+                        params = {**run_params, **cand}
+                        key = (v.method, json.dumps(params, sort_keys=True, default=repr))
+                        if key not in checked:
+                            spec.check_params(params)
+                            checked.add(key)
                     if v.tune and v.tune["budget"]:
                         ref = v.tune["budget"]["reference"]
                         if is_planned(ref["method"]) and not is_planned(v.method):

@@ -56,12 +56,16 @@ class MethodSpec:
                               "is the optional dependency installed?") from None
 
     def parameters(self) -> list[str]:
-        """Names of the parameters the estimator accepts."""
-        target = self.estimator_class()
-        if inspect.isclass(target) and hasattr(target, "_get_param_names"):
-            return list(target._get_param_names())
-        return [n for n, p in inspect.signature(target).parameters.items()
-                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        """Names of the parameters the estimator accepts (read from its signature once per estimator)."""
+        if self.estimator not in _PARAMETER_NAMES:
+            target = self.estimator_class()
+            if inspect.isclass(target) and hasattr(target, "_get_param_names"):
+                names = list(target._get_param_names())
+            else:
+                names = [n for n, p in inspect.signature(target).parameters.items()
+                         if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+            _PARAMETER_NAMES[self.estimator] = tuple(names)
+        return list(_PARAMETER_NAMES[self.estimator])
 
     def accepts(self, name: str) -> bool:
         return name in self.parameters()
@@ -121,6 +125,7 @@ class MethodSpec:
 
 
 METHODS: dict[str, MethodSpec] = {}
+_PARAMETER_NAMES: dict[str, tuple[str, ...]] = {}  # estimator ("module:Name") -> its parameter names
 
 # Methods that experiments may name but that are not implemented yet: their variants are left out of the plan and
 # reported by name (``ExperimentPlan.pending``), so that a configuration can list them ahead of their code.
