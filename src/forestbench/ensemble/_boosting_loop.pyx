@@ -666,6 +666,18 @@ cdef struct Candidate:
     bint in_master           # the root: its ranges are read from the master orders
 
 
+cdef inline void _take_cut(Candidate* c, intp_t f, intp_t pos, const float32_t* xv) noexcept nogil:
+    """Make the cut before position ``pos`` of feature f's node order the node's split: the threshold halfway
+    between the two values around the cut (the lower value where the halfway point rounds onto the upper one or
+    overflows)."""
+    cdef float64_t threshold = xv[pos - 1] / 2.0 + xv[pos] / 2.0
+    if threshold == xv[pos] or threshold == INFINITY or threshold == -INFINITY:
+        threshold = xv[pos - 1]
+    c.feature = f
+    c.pos = pos
+    c.threshold = threshold
+
+
 cdef class PresortBuilder:
     """Best-first regression tree on a fixed X whose columns are sorted once.
 
@@ -887,7 +899,7 @@ cdef class PresortBuilder:
         cdef const float32_t* xv
         cdef float64_t* S = self.sum_total
         cdef float64_t* SL = self.sum_left
-        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, threshold
+        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr
         cdef intp_t b0, fpos
         cdef float64_t fbest
         cdef const float64_t* zrow
@@ -948,12 +960,7 @@ cdef class PresortBuilder:
                 proxy = pl * inv[fpos - start] + pr * inv[end - fpos]
                 if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
                     best = proxy
-                    c.feature = f
-                    c.pos = fpos
-                    threshold = xv[fpos - 1] / 2.0 + xv[fpos] / 2.0
-                    if threshold == xv[fpos] or threshold == INFINITY or threshold == -INFINITY:
-                        threshold = xv[fpos - 1]
-                    c.threshold = threshold
+                    _take_cut(c, f, fpos, xv)
                 continue
             if xv[end - 1] <= xv[start] + FEATURE_THRESHOLD:
                 continue
@@ -991,12 +998,7 @@ cdef class PresortBuilder:
                         fpos = r
                 if fpos >= 0 and (c.feature < 0 or fbest > best + PROXY_RTOL * fabs(best)):
                     best = fbest
-                    c.feature = f
-                    c.pos = fpos
-                    threshold = xv[fpos - 1] / 2.0 + xv[fpos] / 2.0
-                    if threshold == xv[fpos] or threshold == INFINITY or threshold == -INFINITY:
-                        threshold = xv[fpos - 1]
-                    c.threshold = threshold
+                    _take_cut(c, f, fpos, xv)
                 continue
             for r in range(start, end - 1):
                 i = ix[r]
@@ -1018,12 +1020,7 @@ cdef class PresortBuilder:
                 proxy = pl * inv[r + 1 - start] + pr * inv[end - r - 1]
                 if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
                     best = proxy
-                    c.feature = f
-                    c.pos = r + 1
-                    threshold = xv[r] / 2.0 + xv[r + 1] / 2.0
-                    if threshold == xv[r + 1] or threshold == INFINITY or threshold == -INFINITY:
-                        threshold = xv[r]
-                    c.threshold = threshold
+                    _take_cut(c, f, r + 1, xv)
         if c.feature >= 0:
             # decrease of the summed-over-outputs impurity, relative to the whole set (same order as the kernel)
             c.improvement = (best - ss / m) / (<float64_t> n * q)
