@@ -139,16 +139,30 @@ def flat_forest_predict(const int32_t[::1] child, const int32_t[::1] feat, const
                     lanes[k] = roots[m]
                     rows[k] = &X[i0 + k, 0]
                 moved = 1
-                while moved:
-                    moved = 0
+                if g == PREDICT_LANES:
+                    # a full group: a fixed trip count the compiler unrolls
+                    while moved:
+                        moved = 0
+                        for k in range(PREDICT_LANES):
+                            node = lanes[k]
+                            nxt = child[2 * node + (rows[k][feat[node]] > threshold[node])]
+                            moved |= nxt != node
+                            lanes[k] = nxt
+                else:
+                    while moved:
+                        moved = 0
+                        for k in range(g):
+                            node = lanes[k]
+                            nxt = child[2 * node + (rows[k][feat[node]] > threshold[node])]
+                            moved |= nxt != node
+                            lanes[k] = nxt
+                if d == 1:
                     for k in range(g):
-                        node = lanes[k]
-                        nxt = child[2 * node + (rows[k][feat[node]] > threshold[node])]
-                        moved |= nxt != node
-                        lanes[k] = nxt
-                for k in range(g):
-                    for o in range(d):
-                        ov[i0 + k, o] += value[lanes[k], o]
+                        ov[i0 + k, 0] += value[lanes[k], 0]
+                else:
+                    for k in range(g):
+                        for o in range(d):
+                            ov[i0 + k, o] += value[lanes[k], o]
                 i0 += g
     return out
 
