@@ -666,6 +666,16 @@ cdef struct Candidate:
     bint in_master           # the root: its ranges are read from the master orders
 
 
+cdef int _fresh_doubles(float64_t** ptr, intp_t size) except -1 nogil:
+    """Replace the buffer at ``ptr`` by an uninitialised one of ``size`` doubles (MemoryError if none)."""
+    free(ptr[0])
+    ptr[0] = <float64_t*> malloc(size * sizeof(float64_t))
+    if ptr[0] == NULL:
+        with gil:
+            raise MemoryError()
+    return 0
+
+
 cdef inline void _take_cut(Candidate* c, intp_t f, intp_t pos, const float32_t* xv) noexcept nogil:
     """Make the cut before position ``pos`` of feature f's node order the node's split: the threshold halfway
     between the two values around the cut (the lower value where the halfway point rounds onto the upper one or
@@ -785,12 +795,12 @@ cdef class PresortBuilder:
         self.inv[0] = 0.0
         for r in range(1, n + 1):
             self.inv[r] = 1.0 / r
-        self._index_two_valued(values)
+        self._index_two_valued(np.asarray(X, dtype=np.float32), values)
 
-    def _index_two_valued(self, values):
+    def _index_two_valued(self, X, values):
         """Find the features with exactly two distinct values and list, row by row, those where the row holds the
-        feature's rarer value (CSR), for _binary_sums."""
-        cdef intp_t n = self.n, p = self.p, f, b
+        feature's rarer value (CSR), for _binary_sums. ``values``: each column of X in increasing order."""
+        cdef intp_t n = self.n, p = self.p
         if n < 2 or p == 0:
             return
         lo = values[:, 0]
@@ -802,14 +812,8 @@ cdef class PresortBuilder:
             return
         n_lo = is_lo[feats].sum(axis=1)
         minor_high = n_lo >= n - n_lo                       # the larger value is the rarer (or as frequent) one
-        Xs = np.empty((n, feats.size), dtype=bool)          # rows x two-valued features: holds the rarer value
-        order = np.asarray(self._keep[0])
-        for b in range(feats.size):
-            f = feats[b]
-            rows_lo = order[f, :n_lo[b]]
-            col = np.zeros(n, dtype=bool)
-            col[rows_lo] = True
-            Xs[:, b] = ~col if minor_high[b] else col
+        rarer = np.where(minor_high, hi[feats], lo[feats])
+        Xs = X[:, feats] == rarer[None, :]                  # rows x two-valued features: holds the rarer value
         counts = Xs.sum(axis=1)
         row_ptr = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(counts, out=row_ptr[1:])
@@ -842,27 +846,15 @@ cdef class PresortBuilder:
 
     cdef int _ensure(self, intp_t q, intp_t w) except -1 nogil:
         if q > self.cap_q:
-            free(self.sum_total); free(self.sum_left); free(self.best_left)
-            self.sum_total = <float64_t*> malloc(q * sizeof(float64_t))
-            self.sum_left = <float64_t*> malloc(q * sizeof(float64_t))
-            self.best_left = <float64_t*> malloc(q * sizeof(float64_t))
-            if self.sum_total == NULL or self.sum_left == NULL or self.best_left == NULL:
-                with gil:
-                    raise MemoryError()
+            _fresh_doubles(&self.sum_total, q)
+            _fresh_doubles(&self.sum_left, q)
+            _fresh_doubles(&self.best_left, q)
             self.cap_q = q
         if self.n_bin > 0 and q >= BATCH_MIN_Q and q > self.cap_bq:
-            free(self.bin_sums)
-            self.bin_sums = <float64_t*> malloc(self.n_bin * q * sizeof(float64_t))
-            if self.bin_sums == NULL:
-                with gil:
-                    raise MemoryError()
+            _fresh_doubles(&self.bin_sums, self.n_bin * q)
             self.cap_bq = q
         if w > self.cap_w:
-            free(self.leaf_values)
-            self.leaf_values = <float64_t*> malloc((self.max_leaf_nodes + 1) * w * sizeof(float64_t))
-            if self.leaf_values == NULL:
-                with gil:
-                    raise MemoryError()
+            _fresh_doubles(&self.leaf_values, (self.max_leaf_nodes + 1) * w)
             self.cap_w = w
         return 0
 

@@ -110,6 +110,19 @@ def descent_tables(const int32_t[::1] left, const int32_t[::1] right, const int3
     return child_arr, feat_arr
 
 
+cdef inline void _descend(intp_t* lanes, const float32_t** rows, intp_t g, const int32_t* child,
+                          const int32_t* feat, const float32_t* threshold) noexcept nogil:
+    """Move the g rows' nodes down one level at a time until none moves (each has reached its leaf)."""
+    cdef intp_t k, node, nxt, moved = 1
+    while moved:
+        moved = 0
+        for k in range(g):
+            node = lanes[k]
+            nxt = child[2 * node + (rows[k][feat[node]] > threshold[node])]
+            moved |= nxt != node
+            lanes[k] = nxt
+
+
 def flat_forest_predict(const int32_t[::1] child, const int32_t[::1] feat, const float32_t[::1] threshold,
                         const float64_t[:, ::1] value, const intp_t[::1] roots, const float32_t[:, ::1] X,
                         const float64_t[::1] intercept):
@@ -122,7 +135,7 @@ def flat_forest_predict(const int32_t[::1] child, const int32_t[::1] feat, const
     descending together: each step of a row is a chain of dependent loads (feature, input value, next node), and
     interleaving the rows' chains overlaps their latencies; a group stops when none of its rows moved."""
     cdef intp_t n = X.shape[0], n_trees = roots.shape[0], d = value.shape[1], i, m, node, o
-    cdef intp_t g, k, i0, moved, nxt, width = PREDICT_LANES
+    cdef intp_t g, k, i0, width = PREDICT_LANES
     cdef intp_t lanes[PREDICT_LANES]
     cdef const float32_t* rows[PREDICT_LANES]
     out = np.empty((n, d), dtype=np.float64)
@@ -138,24 +151,11 @@ def flat_forest_predict(const int32_t[::1] child, const int32_t[::1] feat, const
                 for k in range(g):
                     lanes[k] = roots[m]
                     rows[k] = &X[i0 + k, 0]
-                moved = 1
                 if g == PREDICT_LANES:
-                    # a full group: a fixed trip count the compiler unrolls
-                    while moved:
-                        moved = 0
-                        for k in range(PREDICT_LANES):
-                            node = lanes[k]
-                            nxt = child[2 * node + (rows[k][feat[node]] > threshold[node])]
-                            moved |= nxt != node
-                            lanes[k] = nxt
+                    # a full group: a constant trip count, which the inlined loop unrolls
+                    _descend(lanes, rows, PREDICT_LANES, &child[0], &feat[0], &threshold[0])
                 else:
-                    while moved:
-                        moved = 0
-                        for k in range(g):
-                            node = lanes[k]
-                            nxt = child[2 * node + (rows[k][feat[node]] > threshold[node])]
-                            moved |= nxt != node
-                            lanes[k] = nxt
+                    _descend(lanes, rows, g, &child[0], &feat[0], &threshold[0])
                 if d == 1:
                     for k in range(g):
                         ov[i0 + k, 0] += value[lanes[k], 0]
