@@ -22,7 +22,7 @@ def _extensions():
                 [str(pyx.relative_to(Path(__file__).parent))],
                 include_dirs=[np.get_include()],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                extra_compile_args=["-O3"],
+                extra_compile_args=["-O3", "-ffp-contract=off"],
             )
         )
     return cythonize(

@@ -379,3 +379,57 @@ def test_logistic_probabilities_of_extreme_scores_without_warnings():
         warnings.simplefilter("error")
         P = est._output(np.array([[-1000.0, 1000.0], [0.0, -0.5 * np.log(3.0)]]))
     np.testing.assert_allclose(P, [[0.0, 1.0], [0.5, 0.25]], atol=1e-15)
+
+
+def _pass_reference(y, e, leaf, tab, g):
+    T = tab[2 * leaf + (y < 0)]
+    a = 2 / (1 + e * T)
+    b = a * (2 - a)
+    gi = g[leaf]
+    return np.array([np.sum(gi * y * a), np.sum(gi ** 2 * b), np.sum(gi ** 3 * y * b * (2 - 2 * a)),
+                     np.sum(np.abs(gi))])
+
+
+@pytest.mark.parametrize("n_leaves", [1, 5, 8, 9, 31])
+def test_logistic_pass_implementations_agree_bit_for_bit(n_leaves):
+    # the portable loop, the AVX2 gathers and the AVX-512 permutations (<= 8 leaves) sum in the same lane order
+    from forestbench.ensemble._boosting_loop import logistic_pass
+    rng = np.random.default_rng(n_leaves)
+    for n in (0, 1, 7, 8, 9, 23, 1000, 4099):
+        y = rng.choice([-1.0, 1.0], n)
+        e = np.exp(rng.normal(0, 4, n))
+        e[: n // 10] = np.inf if n > 20 else 1.0                     # scores beyond exp's range
+        leaf = rng.integers(0, n_leaves, n)
+        g = rng.normal(size=n_leaves)
+        g[0] = 0.0
+        tab = np.exp(rng.normal(size=2 * n_leaves))
+        results = [logistic_pass(y, e, leaf, tab, g, level=level) for level in (0, 1, 2)]
+        sums = results[0][0]
+        assert results[0][1] == 0
+        for other, _ in results[1:]:
+            assert np.array_equal(other, sums)
+        np.testing.assert_allclose(sums, _pass_reference(y, e, leaf, tab, g), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="leaf"):
+        logistic_pass(np.ones(2), np.ones(2), np.array([0, n_leaves]), np.ones(2 * n_leaves), np.ones(n_leaves))
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("leaves", [4, 12])
+def test_logistic_models_do_not_depend_on_the_vector_unit(cls, leaves):
+    # the same bits whichever implementation of the line-search passes the processor runs
+    from forestbench.ensemble._boosting_loop import logistic_pass_level
+    X, Y = _multilabel(d=4)
+    kw = dict(n_estimators=15, loss="logistic", learning_rate=0.5, max_leaf_nodes=leaves, random_state=0)
+    best = logistic_pass_level(-1)
+    try:
+        fits = []
+        for level in range(best + 1):
+            logistic_pass_level(level)
+            fits.append(cls(**kw).fit(X, Y).decision_function(X))
+    finally:
+        logistic_pass_level(-1)
+    for other in fits[1:]:
+        assert np.array_equal(other, fits[0])
+    # and the leaf-wise search still finds Brent's steps with trees of more than 8 leaves
+    slow = cls(**kw, line_search="brent").fit(X, Y).decision_function(X)
+    np.testing.assert_allclose(fits[0], slow, rtol=1e-6, atol=1e-7)
