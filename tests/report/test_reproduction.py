@@ -147,3 +147,50 @@ def test_compare_ttest_table_6_2_blocks_per_dataset():
     first = frame[(frame.block == "friedman1_chain") & (frame.row_variant == "artificial_gbrt")
                   & (frame.col_variant == "st_gbrt")].iloc[0]
     assert first["ours_sign"] == ">" and first["paper_sign"] == ">" and first["status"] == reproduction.STATUS_OK
+
+
+def test_table_6_4_label_compared_with_our_macro_r2():
+    # the published Table 6.4 labels its metric "macro_r2 (all 32 outputs)"; `ours` names our metric
+    rng = np.random.default_rng(1)
+    methods = ["st_gbrt", "gbmort", "gbrt_relabel_rpo_subsampled", "gbrt_rpo_subsampled"]
+    rows = [{"experiment": "e", "dataset": "friedman1_chain_noisy", "method": m, "variant": m, "repeat": r,
+             "metric": "macro_r2", "value": 0.7 - 0.03 * i + 0.001 * rng.standard_normal(),
+             "higher_is_better": True, "step": np.nan}
+            for i, m in enumerate(methods) for r in range(5)]
+    cfg = {"table": "thesis_table_6_4", "metric": "macro_r2 (all 32 outputs)", "ours": "macro_r2",
+           "methods": {m: m for m in methods}, "datasets": {"friedman1_chain_noisy": "friedman1_chain"}}
+    rep = reproduction.compare_any(pd.DataFrame(rows), cfg, REFERENCE_DIR, "t64")
+    assert (rep.frame.status != reproduction.STATUS_NOT_RUN).any()
+    with pytest.raises(ConfigError, match="metric 'macro_r2' not in reference table thesis_table_6_4"):
+        reproduction.check_reference(dict(cfg, metric="macro_r2"), REFERENCE_DIR, "t64")
+
+
+@pytest.mark.parametrize("config", ["config/config.yaml", "config/thesis.yaml"])
+def test_every_shipped_reference_entry_matches_its_table(config):
+    # what the DAG build checks (workflow/rules/common.smk): a wrong id or metric fails there, not after the fits
+    import yaml
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    experiments = yaml.safe_load((root / config).read_text())["experiments"]
+    reproduction.check_references(experiments, REFERENCE_DIR)
+
+
+@pytest.mark.parametrize("entry,match", [
+    ({"table": "dte_table_9", "metric": "micro_auc", "methods": {"knn": "ml_knn"}}, "ml_knn not in dte_table_9"),
+    ({"table": "dte_table_9", "metric": "auc", "methods": {"rf": "rf_et"}}, "metric 'auc' not in"),
+    ({"table": "no_such_table", "metric": "auc", "methods": {"rf": "rf_et"}}, "does not exist"),
+    ({"table": "dte_figure_5_cd", "metric": "ranking_loss", "methods": {"x": "x_tee"}}, "x_tee not in"),
+])
+def test_check_reference_names_the_problem(entry, match):
+    with pytest.raises(ConfigError, match=match):
+        reproduction.check_references({"exp": {"reference": [entry]}}, REFERENCE_DIR)
+
+
+def test_check_reference_refuses_a_table_without_the_experiments_datasets():
+    entry = {"table": "thesis_table_6_3", "metric": "macro_r2", "methods": {"gbmort": "gbmort"}}
+    with pytest.raises(ConfigError, match="has none of the experiment's datasets"):
+        reproduction.check_references({"t63": {"datasets": ["friedman1_chain_noisy"], "reference": [entry]}},
+                                      REFERENCE_DIR)
+    mapped = dict(entry, datasets={"friedman1_chain_noisy": "friedman1_chain"})
+    reproduction.check_references({"t63": {"datasets": ["friedman1_chain_noisy"], "reference": [mapped]}},
+                                  REFERENCE_DIR)

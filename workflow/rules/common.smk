@@ -27,6 +27,10 @@ FULL_PLAN = (
 )
 
 if _MAIN:
+    # every reference entry against its published table now, not in the report job after the fits
+    from forestbench.report.reproduction import check_references
+
+    check_references({name: config["experiments"][name] for name in PLAN.experiments}, "config/reference")
     for _line in PLAN.describe():
         print(f"forestbench: {_line}", file=sys.stderr)
 

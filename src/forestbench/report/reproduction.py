@@ -123,6 +123,57 @@ def read_reference(reference_dir: Path, table: str) -> tuple[pd.DataFrame, str]:
                       f"(columns: {', '.join(frame.columns)})")
 
 
+def check_references(experiments: dict, reference_dir: Path) -> None:
+    """:func:`check_reference` for every ``reference:`` entry (a mapping or a list of them) of ``experiments``."""
+    cache: dict = {}
+    for name, cfg in experiments.items():
+        refs = cfg.get("reference")
+        for ref_cfg in refs if isinstance(refs, list) else ([refs] if refs else []):
+            check_reference(ref_cfg, reference_dir, name, cache, cfg.get("datasets"))
+
+
+def check_reference(ref_cfg, reference_dir: Path, experiment: str, cache: dict | None = None,
+                    datasets: list | None = None) -> None:
+    """Check one ``reference:`` entry against its table before any job runs: the table exists, has the metric,
+    and has every method_id the entry maps to (the report would otherwise fail only after the fits); a results
+    table must share a dataset with the experiment's ``datasets`` (through the entry's ``datasets`` mapping), or
+    every cell would be reported "not run". ``cache`` keeps tables read once across entries."""
+    where = f"experiments.{experiment}.reference"
+    if not isinstance(ref_cfg, dict):
+        raise ConfigError(f"{where} must be a mapping, got {type(ref_cfg).__name__}")
+    for key in ("table", "metric", "methods"):
+        if key not in ref_cfg:
+            raise ConfigError(f"{where}: missing key {key!r}")
+    table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
+    cache = {} if cache is None else cache
+    if table not in cache:
+        cache[table] = read_reference(reference_dir, table)
+    ref, kind = cache[table]
+    if kind == "cd":
+        _mapping(ref_cfg, where, set(ref.loc[ref["row_type"] == "average_rank", "method_id"]))
+        return
+    if kind == "grid":
+        return          # cells indexed by parameters, with their own metric rule: forestbench.report.teaching
+    ref = ref[ref["metric"] == metric]
+    if ref.empty:
+        raise ConfigError(f"{where}: metric {metric!r} not in reference table {table}")
+    if kind == "pvalues":
+        _mapping(ref_cfg, where, set(ref["row_method_id"]) | set(ref["col_method_id"]))
+    else:
+        _mapping(ref_cfg, where, set(ref["method_id"]))
+        dataset_map = ref_cfg.get("datasets") or {}
+        if kind == "results" and isinstance(dataset_map, dict):
+            unknown_ds = sorted(set(map(str, dataset_map.values())) - set(ref["dataset_id"]))
+            if unknown_ds:
+                raise ConfigError(f"{where}.datasets: dataset_id(s) {', '.join(unknown_ds)} not in {table}")
+            if datasets:
+                ours = {str(dataset_map.get(d, d)) for d in datasets}
+                if not ours & set(ref["dataset_id"]):
+                    raise ConfigError(f"{where}: {table} has none of the experiment's datasets "
+                                      f"({', '.join(map(str, datasets))}); map them with `datasets:` "
+                                      "(ours -> the table's dataset_id)")
+
+
 def _signed(x: float, decimals: int) -> str:
     """``x`` with an explicit sign; a value that rounds to zero prints as +0.000, never -0.000."""
     text = f"{x:+.{decimals}f}"
@@ -315,6 +366,9 @@ def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, expe
     ref = ref[ref["metric"] == metric]
     if ref.empty:
         raise ConfigError(f"{where}: metric {metric!r} not in reference table {table}")
+    ours_metric = ref_cfg.get("ours", metric)     # the table's metric label may differ from our metric's name
+    if not isinstance(ours_metric, str):
+        raise ConfigError(f"{where}.ours must be one metric name for a p-value table")
     to_variant = _mapping(ref_cfg, where, set(ref["row_method_id"]) | set(ref["col_method_id"]))
     test_text = " ".join(set(ref["test"])).lower()
     test = "wilcoxon" if "wilcoxon" in test_text else "ttest" if "t-test" in test_text else None
@@ -323,8 +377,8 @@ def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, expe
     dataset_map = {str(v): str(k) for k, v in (ref_cfg.get("datasets") or {}).items()}
     ref = ref[ref["row_method_id"].isin(to_variant) & ref["col_method_id"].isin(to_variant)]
     blocks_ds = [dataset_map.get(d, d) for d in dict.fromkeys(ref["dataset_id"]) if d]
-    hib = metric_direction(scores, metric, None)
-    ours = pvalue_table(scores, metric, hib, test, None, None, alpha, list(dict.fromkeys(to_variant.values())),
+    hib = metric_direction(scores, ours_metric, None)
+    ours = pvalue_table(scores, ours_metric, hib, test, None, None, alpha, list(dict.fromkeys(to_variant.values())),
                         blocks_ds or None)
     by_block = {b.title: b for b in ours.blocks}
     rows = []
