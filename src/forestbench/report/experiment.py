@@ -553,7 +553,8 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
     for r in ref_cfg if isinstance(ref_cfg, list) else ([ref_cfg] if ref_cfg else []):
         if not isinstance(r, dict):
             raise ConfigError(f"experiments.{experiment_name}.reference must be a mapping")
-        comparisons.append(reproduction.compare_any(scores, r, reference_dir, experiment_name))
+        comparisons.append(reproduction.compare_any(scores, r, reference_dir, experiment_name,
+                                                    experiment_cfg.get("datasets")))
     sections: list[Section] = []
     for i, spec in enumerate(specs):
         try:

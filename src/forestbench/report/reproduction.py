@@ -174,6 +174,10 @@ def check_reference(ref_cfg, reference_dir: Path, experiment: str, cache: dict |
                                       "(ours -> the table's dataset_id)")
 
 
+def _short_list(items: list[str], limit: int = 8) -> str:
+    return ", ".join(items[:limit]) + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
+
+
 def _signed(x: float, decimals: int) -> str:
     """``x`` with an explicit sign; a value that rounds to zero prints as +0.000, never -0.000."""
     text = f"{x:+.{decimals}f}"
@@ -188,8 +192,12 @@ def load_reference(reference_dir: Path, table: str) -> pd.DataFrame:
     return frame
 
 
-def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experiment: str) -> Reproduction:
-    """Compare ``summary`` (dataset, variant, mean, std, n for the reference metric) with the reference table."""
+def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experiment: str,
+            datasets: list | None = None) -> Reproduction:
+    """Compare ``summary`` (dataset, variant, mean, std, n for the reference metric) with the reference table.
+
+    With ``datasets`` (the experiment's own list) only the published cells of those datasets are listed: an
+    experiment that runs one row of a table is not reported as missing the others."""
     where = f"experiments.{experiment}.reference"
     if not isinstance(ref_cfg, dict):
         raise ConfigError(f"{where} must be a mapping, got {type(ref_cfg).__name__}")
@@ -221,6 +229,13 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
     unknown_ds = sorted(set(ref_to_ours_dataset) - set(ref["dataset_id"]))
     if unknown_ds:
         raise ConfigError(f"{where}.datasets: dataset_id(s) {', '.join(unknown_ds)} not in {table}")
+    if datasets:
+        wanted = {str(dataset_map.get(d, d)) for d in datasets}
+        others = sorted(set(ref["dataset_id"]) - wanted)
+        if others:
+            notes.append(f"the published cells of {len(others)} dataset(s) this experiment does not run are not "
+                         f"listed ({_short_list(others)})")
+            ref = ref[ref["dataset_id"].isin(wanted)]
     method_to_variant = {}
     for variant, method_id in methods.items():
         method_to_variant.setdefault(str(method_id), []).append(str(variant))
@@ -477,8 +492,10 @@ def _our_summary(scores: pd.DataFrame, ref_cfg: dict, where: str) -> pd.DataFram
     return pd.concat(parts, ignore_index=True) if parts else summarise(scores, str(ref_cfg["metric"]))
 
 
-def compare_any(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experiment: str):
-    """Dispatch on the kind of the reference table: results, pairwise p-values or a CD figure."""
+def compare_any(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experiment: str,
+                datasets: list | None = None):
+    """Dispatch on the kind of the reference table: results, pairwise p-values or a CD figure. ``datasets`` (the
+    experiment's) restricts a results table to their cells."""
     where = f"experiments.{experiment}.reference"
     if not isinstance(ref_cfg, dict):
         raise ConfigError(f"{where} must be a mapping, got {type(ref_cfg).__name__}")
@@ -487,7 +504,7 @@ def compare_any(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experi
             raise ConfigError(f"{where}: missing key {key!r}")
     ref, kind = read_reference(reference_dir, str(ref_cfg["table"]))
     if kind == "results":
-        return compare(_our_summary(scores, ref_cfg, where), ref_cfg, reference_dir, experiment)
+        return compare(_our_summary(scores, ref_cfg, where), ref_cfg, reference_dir, experiment, datasets)
     if kind == "pvalues":
         return compare_pvalues(scores, ref, ref_cfg, experiment)
     if kind == "grid":
