@@ -433,3 +433,26 @@ def test_logistic_models_do_not_depend_on_the_vector_unit(cls, leaves):
     # and the leaf-wise search still finds Brent's steps with trees of more than 8 leaves
     slow = cls(**kw, line_search="brent").fit(X, Y).decision_function(X)
     np.testing.assert_allclose(fits[0], slow, rtol=1e-6, atol=1e-7)
+
+
+def test_absolute_line_search_is_a_weighted_median_on_large_and_tied_inputs():
+    # the quickselect (ranges above 16 values) against the sorted definition: the smallest (y - f) / g whose
+    # cumulative weight |g| reaches half the total; with exact ties at one half both neighbours are minimisers
+    rng = np.random.default_rng(11)
+    for trial in range(200):
+        n = int(rng.integers(17, 400))
+        y = np.round(rng.normal(size=n), int(rng.integers(0, 3)))          # many equal residuals
+        f = np.zeros(n) if trial % 2 else np.round(rng.normal(size=n), 1)
+        g = rng.choice([-2.0, -0.5, 0.0, 0.5, 1.0, 3.0], size=n)             # tree steps: few distinct values
+        rho = line_search("absolute", y, f, g)
+        keep = g != 0
+        if not keep.any():
+            assert rho == 0.0
+            continue
+        v, w = (y - f)[keep] / g[keep], np.abs(g[keep])
+        order = np.argsort(v, kind="stable")
+        cum = np.cumsum(w[order])
+        ref = v[order][np.argmax(2 * cum >= cum[-1])]
+        objective = lambda r: np.abs(y - f - r * g).sum()
+        assert rho in set(v)
+        assert objective(rho) <= objective(ref) + 1e-12 * (1 + objective(ref))

@@ -27,7 +27,7 @@ convex piecewise-linear objective a Brent search would approach); logistic loss 
 derivative of the (convex) loss along the step, kept inside the derivative's sign-change bracket: Halley steps for
 a tree step (the default), Newton steps for a general direction, or Brent's method (``brent=True``).
 """
-from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.math cimport exp, log, log1p, fabs, sqrt, cos, INFINITY
 from libc.stdint cimport uint64_t
@@ -389,16 +389,71 @@ cdef struct WPair:
     float64_t weight
 
 
-cdef int _cmp_pair(const void* a, const void* b) noexcept nogil:
-    cdef float64_t x = (<WPair*> a).value, z = (<WPair*> b).value
-    return -1 if x < z else (1 if x > z else 0)
+cdef float64_t _weighted_median(WPair* a, intp_t m, float64_t total) noexcept nogil:
+    """The smallest value v of a[0:m] with 2 W(<= v) >= total (W the summed weights), by a three-way quickselect
+    (expected O(m), where sorting took O(m log m) and most of an absolute-loss fit). a is reordered."""
+    cdef intp_t lo = 0, hi = m, i, j, lt, gt, mid
+    cdef float64_t below = 0.0, wl, we, pivot, x, y0, z, acc
+    cdef WPair tmp
+    while hi - lo > 16:
+        # median of three as the pivot
+        mid = lo + (hi - lo) // 2
+        x = a[lo].value
+        y0 = a[mid].value
+        z = a[hi - 1].value
+        if x > y0:
+            x, y0 = y0, x
+        if y0 > z:
+            y0 = z
+            if x > y0:
+                y0 = x
+        pivot = y0
+        # a[lo:lt] < pivot, a[lt:i] == pivot, a[gt:hi] > pivot
+        lt = lo
+        i = lo
+        gt = hi
+        wl = 0.0
+        we = 0.0
+        while i < gt:
+            if a[i].value < pivot:
+                wl += a[i].weight
+                tmp = a[i]; a[i] = a[lt]; a[lt] = tmp
+                lt += 1
+                i += 1
+            elif a[i].value > pivot:
+                gt -= 1
+                tmp = a[i]; a[i] = a[gt]; a[gt] = tmp
+            else:
+                we += a[i].weight
+                i += 1
+        if 2.0 * (below + wl) >= total:
+            hi = lt
+        elif 2.0 * (below + wl + we) >= total or gt == hi:
+            return pivot
+        else:
+            below += wl + we
+            lo = gt
+    # a short range: insertion sort, then the cumulative weights
+    for i in range(lo + 1, hi):
+        tmp = a[i]
+        j = i - 1
+        while j >= lo and a[j].value > tmp.value:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = tmp
+    acc = below
+    for i in range(lo, hi):
+        acc += a[i].weight
+        if 2.0 * acc >= total:
+            return a[i].value
+    return a[hi - 1].value
 
 
 cdef float64_t _line_search_absolute(const float64_t* y, const float64_t* f, const float64_t* g, intp_t n,
                                      WPair* work) noexcept nogil:
     """argmin_rho sum_i |y_i - f_i - rho g_i| = weighted median of (y_i - f_i) / g_i, weights |g_i|."""
     cdef intp_t i, m = 0
-    cdef float64_t total = 0.0, acc = 0.0
+    cdef float64_t total = 0.0
     for i in range(n):
         if g[i] != 0.0:
             work[m].value = (y[i] - f[i]) / g[i]
@@ -407,12 +462,7 @@ cdef float64_t _line_search_absolute(const float64_t* y, const float64_t* f, con
             m += 1
     if m == 0:
         return 0.0
-    qsort(work, m, sizeof(WPair), _cmp_pair)
-    for i in range(m):
-        acc += work[i].weight
-        if 2.0 * acc >= total:
-            return work[i].value
-    return work[m - 1].value
+    return _weighted_median(work, m, total)
 
 
 cdef float64_t _line_search(int loss, const float64_t* y, const float64_t* f, const float64_t* r,
