@@ -456,3 +456,24 @@ def test_absolute_line_search_is_a_weighted_median_on_large_and_tied_inputs():
         objective = lambda r: np.abs(y - f - r * g).sum()
         assert rho in set(v)
         assert objective(rho) <= objective(ref) + 1e-12 * (1 + objective(ref))
+
+
+@pytest.mark.parametrize("projection,q", [("gaussian", 1), ("sparse", 1), ("achlioptas", 1)])
+def test_rpo_projected_gradient_does_not_depend_on_the_vector_unit(projection, q):
+    # gbrt-rpo sums the projected logistic gradient straight from exp(2 y f); same bits at every level
+    from forestbench.ensemble._boosting_loop import logistic_pass_level
+    X, Y = _multilabel(d=6)
+    kw = dict(n_estimators=12, loss="logistic", learning_rate=0.5, max_leaf_nodes=4, random_state=3,
+              output_projection=projection, n_components=q)
+    best = logistic_pass_level(-1)
+    try:
+        fits = []
+        for level in range(best + 1):
+            logistic_pass_level(level)
+            fits.append(GBRTRPORegressor(**kw).fit(X, Y).decision_function(X))
+    finally:
+        logistic_pass_level(-1)
+    for other in fits[1:]:
+        assert np.array_equal(other, fits[0])
+    slow = GBRTRPORegressor(**kw, line_search="brent").fit(X, Y).decision_function(X)
+    np.testing.assert_allclose(fits[0], slow, rtol=1e-6, atol=1e-7)

@@ -49,6 +49,8 @@ cdef extern from "_logistic_pass.h" nogil:
     int fb_logistic_pass_level(int wanted)
     void fb_logistic_update(const float64_t* y, float64_t* E, const intp_t* leaf, const float64_t* tab,
                             intp_t n_leaves, intp_t n)
+    void fb_project_gradient(const float64_t* y, const float64_t* E, float64_t v, float64_t* z, intp_t zstride,
+                             intp_t n)
 
 cdef enum:
     SQUARE = 0
@@ -1307,7 +1309,6 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     cdef float64_t* gcol = <float64_t*> malloc(n * sizeof(float64_t))
     cdef float64_t* phi = <float64_t*> malloc(max(q, 1) * d * sizeof(float64_t))
     cdef intp_t* perm = <intp_t*> malloc(d * sizeof(intp_t))
-    cdef char* have_r = <char*> malloc(max(d, 1))
     cdef float64_t* rho = <float64_t*> malloc(d * sizeof(float64_t))
     cdef WPair* work = <WPair*> malloc((n + 1) * sizeof(WPair))
     cdef float64_t* ebuf = <float64_t*> malloc((n + 1) * sizeof(float64_t))
@@ -1323,8 +1324,8 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     cdef intp_t stage, nl, lb, out
     cdef float64_t* V
     if (leaf == NULL or gcol == NULL or phi == NULL or perm == NULL or rho == NULL or work == NULL
-            or ebuf == NULL or tab == NULL or have_r == NULL):
-        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab); free(have_r)
+            or ebuf == NULL or tab == NULL):
+        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab)
         raise MemoryError()
     try:
         with nogil:
@@ -1350,19 +1351,17 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                     else:
                         out = -1
                         if algo == RPO and estate:
-                            # only the projected outputs' gradients are stored: the line searches of the others
-                            # recover theirs from E (a sub-sampling projection needs one column of n x d)
+                            # no gradient is stored: the projected one is summed straight from E = exp(2 y f),
+                            # and the line searches read E too (a sub-sampling projection touches one column)
                             _draw_projection(pkind, q, d, phi, perm, &pstate)
-                            for j in range(d):
-                                have_r[j] = 0
-                                for k in range(q):
-                                    if phi[k * d + j] != 0.0:
-                                        have_r[j] = 1
-                                if have_r[j]:
-                                    _logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
+                            memset(Zb, 0, n * q * sizeof(float64_t))
+                            for k in range(q):
+                                for j in range(d):
+                                    v = phi[k * d + j]
+                                    if v != 0.0:
+                                        fb_project_gradient(Yt + j * n, Et + j * n, v, Zb + k, q, n)
                         else:
                             for j in range(d):
-                                have_r[j] = 1
                                 if estate:
                                     _logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
                                 else:
@@ -1371,9 +1370,8 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                             for i in range(n):
                                 for j in range(d):
                                     Zb[i * d + j] = Rt[j * n + i]
-                        else:
-                            if not (algo == RPO and estate):
-                                _draw_projection(pkind, q, d, phi, perm, &pstate)
+                        elif not (algo == RPO and estate):
+                            _draw_projection(pkind, q, d, phi, perm, &pstate)
                             memset(Zb, 0, n * q * sizeof(float64_t))
                             for k in range(q):
                                 for j in range(d):
@@ -1483,7 +1481,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                     train_loss[stage + 1] = s
         out_dict = _export(&M, algo)
     finally:
-        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab); free(have_r)
+        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab)
         _free_model(&M)
     out_dict["stage_seconds"] = stage_seconds_arr
     out_dict["train_loss"] = train_loss_arr

@@ -84,6 +84,16 @@ static void fb_logistic_update_portable(const double* y, double* E, const intptr
     }
 }
 
+/* z[i zstride] += v r_i with the negative gradient r_i = 2 y_i / (1 + E_i): one output's share of a projected
+ * gradient, summed from the kept E without storing r (elementwise, so every implementation gives the same bits) */
+static void fb_project_gradient_portable(const double* y, const double* E, double v, double* z, intptr_t zstride,
+                                         intptr_t n) {
+    intptr_t i;
+    for (i = 0; i < n; i++) {
+        z[i * zstride] += v * (2.0 * y[i] / (1.0 + E[i]));
+    }
+}
+
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && INTPTR_MAX == INT64_MAX
 #include <immintrin.h>
 #define FB_HAVE_VECTOR_PASS 1
@@ -200,6 +210,18 @@ static void fb_logistic_update_avx512(const double* y, double* E, const intptr_t
     fb_logistic_update_portable(y + m, E + m, leaf + m, tab, n - m);
 }
 
+__attribute__((target("avx512f")))
+static void fb_project_gradient_avx512(const double* y, const double* E, double v, double* z, intptr_t n) {
+    intptr_t i, m = n - n % 8;
+    const __m512d one = _mm512_set1_pd(1.0), two = _mm512_set1_pd(2.0), v8 = _mm512_set1_pd(v);
+    for (i = 0; i < m; i += 8) {
+        __m512d r = _mm512_div_pd(_mm512_mul_pd(two, _mm512_loadu_pd(y + i)),
+                                  _mm512_add_pd(one, _mm512_loadu_pd(E + i)));
+        _mm512_storeu_pd(z + i, _mm512_add_pd(_mm512_loadu_pd(z + i), _mm512_mul_pd(v8, r)));
+    }
+    fb_project_gradient_portable(y + m, E + m, v, z + m, 1, n - m);
+}
+
 static int fb_pass_level = -1;   /* -1 not chosen yet, 0 portable, 1 AVX2, 2 AVX-512 (trees of <= 8 leaves) */
 
 /* wanted: the highest level allowed (0 portable, 1 AVX2, 2 AVX-512; -1 the best the processor has); returns the
@@ -251,6 +273,20 @@ static void fb_logistic_update(const double* y, double* E, const intptr_t* leaf,
     }
 #endif
     fb_logistic_update_portable(y, E, leaf, tab, n);
+}
+
+static void fb_project_gradient(const double* y, const double* E, double v, double* z, intptr_t zstride,
+                                intptr_t n) {
+#if FB_HAVE_VECTOR_PASS
+    if (fb_pass_level < 0) {
+        fb_logistic_pass_level(-1);
+    }
+    if (fb_pass_level >= 2 && zstride == 1) {
+        fb_project_gradient_avx512(y, E, v, z, n);
+        return;
+    }
+#endif
+    fb_project_gradient_portable(y, E, v, z, zstride, n);
 }
 
 #endif
