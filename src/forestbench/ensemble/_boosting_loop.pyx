@@ -483,6 +483,10 @@ cdef float64_t _line_search(int loss, const float64_t* y, const float64_t* f, co
     return _line_search_logistic_newton(y, f, r, g, n)
 
 
+# choose the implementation once, at import, before any thread runs a pass
+fb_logistic_pass_level(-1)
+
+
 def logistic_pass_level(int wanted=-1):
     """Cap the implementation of the logistic line-search passes for the whole process (0 portable, 1 AVX2,
     2 AVX-512; -1 the best this processor has) and return the level in use. Every level gives the same bits; tests
