@@ -78,10 +78,23 @@ def test_every_experiment_reports_from_plausible_scores(configfile, tmp_path):
         scores = _scores(name, exp, rng)
         csv = tmp_path / f"{name}.csv"
         scores.to_csv(csv, index=False)
+        out = tmp_path / name
+        stale = out / "tables" / "from_an_older_config.csv"
         try:
-            written = build_experiment_report(csv, name, exp.config, REPORT_DIR, tmp_path / name)
+            build_experiment_report(csv, name, exp.config, REPORT_DIR, out)
+            stale.parent.mkdir(parents=True, exist_ok=True)
+            stale.write_text("x\n")
+            # a second build over the first: what it does not write again is removed, nothing it lists is
+            written = build_experiment_report(csv, name, exp.config, REPORT_DIR, out)
         except Exception as exc:  # collected: one run names every experiment that fails
             failures.append(f"{name}: {type(exc).__name__}: {exc}")
             continue
         assert any(Path(p).name == "report.md" for p in written), name
+        assert not stale.exists(), name
+        manifest = json.loads((out / "manifest.json").read_text())
+        listed = [f for sec in manifest["sections"] for f in [*sec["files"].values(), *sec["images"]]]
+        missing = [f for f in listed if not (out / f).is_file()]
+        assert not missing, f"{name}: {missing}"
+        on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+        assert on_disk == {Path(p).relative_to(out).as_posix() for p in written}, name
     assert not failures, "\n".join(failures)

@@ -525,6 +525,7 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
     if not isinstance(experiment_cfg, dict):
         raise ConfigError(f"experiments.{experiment_name} must be a mapping, got {type(experiment_cfg).__name__}")
     out_dir, reference_dir = Path(out_dir), Path(reference_dir)
+    earlier_report = (out_dir / MANIFEST).exists()
     scores = load_scores(scores_csv, experiment_name)
     ref_datasets = _reference_datasets(experiment_cfg, reference_dir, experiment_name)
     datasets, variants = _expected(experiment_cfg, scores, experiment_name)
@@ -591,7 +592,20 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
     }
     write_json(out_dir / MANIFEST, manifest)
     ctx.written.append(out_dir / MANIFEST)
+    if earlier_report:
+        _remove_stale(out_dir, ctx.written)
     return ctx.written
+
+
+def _remove_stale(out_dir: Path, written: list[Path]) -> None:
+    """Files an earlier report of this directory wrote and this one did not (a reference entry or report spec
+    since removed) would stay beside the new ones, unlisted and out of date: remove them, and emptied folders."""
+    keep = {Path(p).resolve() for p in written}
+    for path in sorted(out_dir.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path.is_file() and path.resolve() not in keep:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
 
 
 def _rel(path: Path, base: Path) -> str:
