@@ -525,7 +525,8 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
     if not isinstance(experiment_cfg, dict):
         raise ConfigError(f"experiments.{experiment_name} must be a mapping, got {type(experiment_cfg).__name__}")
     out_dir, reference_dir = Path(out_dir), Path(reference_dir)
-    earlier_report = (out_dir / MANIFEST).exists()
+    # Snakemake deletes the declared output (the manifest) before the job; report.md marks an earlier build too
+    earlier_report = (out_dir / MANIFEST).exists() or (out_dir / "report.md").exists()
     scores = load_scores(scores_csv, experiment_name)
     ref_datasets = _reference_datasets(experiment_cfg, reference_dir, experiment_name)
     datasets, variants = _expected(experiment_cfg, scores, experiment_name)

@@ -55,8 +55,9 @@ class Reproduction:
     def summary_text(self) -> str:
         c = self.counts()
         return (f"{c['cells']} published cells of {self.table} ({self.metric}): {c['run']} run, "
-                f"{c['within_tolerance']} within {self.tolerance_std:g} published std, "
-                f"{c['out_of_tolerance']} out of tolerance, {c['no_published_std']} without published std, "
+                f"{c['within_tolerance']} within {self.tolerance_std:g} published std"
+                + (f" (or {self.tolerance_abs:g} where no std is printed)" if self.tolerance_abs is not None else "")
+                + f", {c['out_of_tolerance']} out of tolerance, {c['no_published_std']} without published std, "
                 f"{c['not_run']} not run" + (f", {c['undefined']} undefined" if c["undefined"] else ""))
 
     def _rows(self):
