@@ -413,13 +413,10 @@ def test_logistic_pass_implementations_agree_bit_for_bit(n_leaves):
         logistic_pass(np.ones(2), np.ones(2), np.array([0, n_leaves]), np.ones(2 * n_leaves), np.ones(n_leaves))
 
 
-@pytest.mark.parametrize("cls", ALL)
-@pytest.mark.parametrize("leaves", [4, 12])
-def test_logistic_models_do_not_depend_on_the_vector_unit(cls, leaves):
-    # the same bits whichever implementation of the line-search passes the processor runs
+def _same_bits_at_every_level(cls, kw, X, Y):
+    """Fit at every implementation level of the line-search passes this processor has, assert the scores are
+    identical, and return them."""
     from forestbench.ensemble._boosting_loop import logistic_pass_level
-    X, Y = _multilabel(d=4)
-    kw = dict(n_estimators=15, loss="logistic", learning_rate=0.5, max_leaf_nodes=leaves, random_state=0)
     best = logistic_pass_level(-1)
     try:
         fits = []
@@ -430,9 +427,19 @@ def test_logistic_models_do_not_depend_on_the_vector_unit(cls, leaves):
         logistic_pass_level(-1)
     for other in fits[1:]:
         assert np.array_equal(other, fits[0])
+    return fits[0]
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("leaves", [4, 12])
+def test_logistic_models_do_not_depend_on_the_vector_unit(cls, leaves):
+    # the same bits whichever implementation of the line-search passes the processor runs
+    X, Y = _multilabel(d=4)
+    kw = dict(n_estimators=15, loss="logistic", learning_rate=0.5, max_leaf_nodes=leaves, random_state=0)
+    fast = _same_bits_at_every_level(cls, kw, X, Y)
     # and the leaf-wise search still finds Brent's steps with trees of more than 8 leaves
     slow = cls(**kw, line_search="brent").fit(X, Y).decision_function(X)
-    np.testing.assert_allclose(fits[0], slow, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(fast, slow, rtol=1e-6, atol=1e-7)
 
 
 def test_absolute_line_search_is_a_weighted_median_on_large_and_tied_inputs():
@@ -461,19 +468,9 @@ def test_absolute_line_search_is_a_weighted_median_on_large_and_tied_inputs():
 @pytest.mark.parametrize("projection,q", [("gaussian", 1), ("sparse", 1), ("achlioptas", 1)])
 def test_rpo_projected_gradient_does_not_depend_on_the_vector_unit(projection, q):
     # gbrt-rpo sums the projected logistic gradient straight from exp(2 y f); same bits at every level
-    from forestbench.ensemble._boosting_loop import logistic_pass_level
     X, Y = _multilabel(d=6)
     kw = dict(n_estimators=12, loss="logistic", learning_rate=0.5, max_leaf_nodes=4, random_state=3,
               output_projection=projection, n_components=q)
-    best = logistic_pass_level(-1)
-    try:
-        fits = []
-        for level in range(best + 1):
-            logistic_pass_level(level)
-            fits.append(GBRTRPORegressor(**kw).fit(X, Y).decision_function(X))
-    finally:
-        logistic_pass_level(-1)
-    for other in fits[1:]:
-        assert np.array_equal(other, fits[0])
+    fast = _same_bits_at_every_level(GBRTRPORegressor, kw, X, Y)
     slow = GBRTRPORegressor(**kw, line_search="brent").fit(X, Y).decision_function(X)
-    np.testing.assert_allclose(fits[0], slow, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(fast, slow, rtol=1e-6, atol=1e-7)

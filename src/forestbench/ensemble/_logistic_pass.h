@@ -22,23 +22,29 @@
 
 #define FB_LANES 8
 
+/* sample i added to lane k of the four sums */
+static inline void fb_logistic_pass_one(const double* y, const double* e, const intptr_t* leaf, const double* tab,
+                                        const double* g, intptr_t i, int k, double acc[4][FB_LANES]) {
+    double gi = g[leaf[i]];
+    double yi = y[i];
+    double T = tab[2 * leaf[i] + (yi < 0.0)];
+    double a = 2.0 / (1.0 + e[i] * T);
+    double b = a * (2.0 - a);
+    double gy = gi * yi;
+    double g2 = gi * gi;
+    acc[0][k] += gy * a;
+    acc[1][k] += g2 * b;
+    acc[2][k] += (g2 * gy) * (b * (2.0 - 2.0 * a));
+    acc[3][k] += fabs(gi);
+}
+
 /* samples start..n-1 added to lanes 0, 1, ... (fewer than FB_LANES of them) */
 static void fb_logistic_pass_tail(const double* y, const double* e, const intptr_t* leaf, const double* tab,
                                   const double* g, intptr_t start, intptr_t n, double acc[4][FB_LANES]) {
     intptr_t i;
     int k = 0;
     for (i = start; i < n; i++, k++) {
-        double gi = g[leaf[i]];
-        double yi = y[i];
-        double T = tab[2 * leaf[i] + (yi < 0.0)];
-        double a = 2.0 / (1.0 + e[i] * T);
-        double b = a * (2.0 - a);
-        double gy = gi * yi;
-        double g2 = gi * gi;
-        acc[0][k] += gy * a;
-        acc[1][k] += g2 * b;
-        acc[2][k] += (g2 * gy) * (b * (2.0 - 2.0 * a));
-        acc[3][k] += fabs(gi);
+        fb_logistic_pass_one(y, e, leaf, tab, g, i, k, acc);
     }
 }
 
@@ -57,17 +63,7 @@ static void fb_logistic_pass_portable(const double* y, const double* e, const in
     int k;
     for (i = 0; i < m; i += FB_LANES) {
         for (k = 0; k < FB_LANES; k++) {
-            double gi = g[leaf[i + k]];
-            double yi = y[i + k];
-            double T = tab[2 * leaf[i + k] + (yi < 0.0)];
-            double a = 2.0 / (1.0 + e[i + k] * T);
-            double b = a * (2.0 - a);
-            double gy = gi * yi;
-            double g2 = gi * gi;
-            acc[0][k] += gy * a;
-            acc[1][k] += g2 * b;
-            acc[2][k] += (g2 * gy) * (b * (2.0 - 2.0 * a));
-            acc[3][k] += fabs(gi);
+            fb_logistic_pass_one(y, e, leaf, tab, g, i + k, k, acc);
         }
     }
     fb_logistic_pass_tail(y, e, leaf, tab, g, m, n, acc);

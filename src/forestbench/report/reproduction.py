@@ -124,6 +124,17 @@ def read_reference(reference_dir: Path, table: str) -> tuple[pd.DataFrame, str]:
                       f"(columns: {', '.join(frame.columns)})")
 
 
+def _entry(ref_cfg, experiment: str) -> tuple[str, str, str]:
+    """A ``reference:`` entry's place in the config, table and metric, after checking it has the required keys."""
+    where = f"experiments.{experiment}.reference"
+    if not isinstance(ref_cfg, dict):
+        raise ConfigError(f"{where} must be a mapping, got {type(ref_cfg).__name__}")
+    for key in ("table", "metric", "methods"):
+        if key not in ref_cfg:
+            raise ConfigError(f"{where}: missing key {key!r}")
+    return where, str(ref_cfg["table"]), str(ref_cfg["metric"])
+
+
 def check_references(experiments: dict, reference_dir: Path) -> None:
     """:func:`check_reference` for every ``reference:`` entry (a mapping or a list of them) of ``experiments``."""
     cache: dict = {}
@@ -139,13 +150,7 @@ def check_reference(ref_cfg, reference_dir: Path, experiment: str, cache: dict |
     and has every method_id the entry maps to (the report would otherwise fail only after the fits); a results
     table must share a dataset with the experiment's ``datasets`` (through the entry's ``datasets`` mapping), or
     every cell would be reported "not run". ``cache`` keeps tables read once across entries."""
-    where = f"experiments.{experiment}.reference"
-    if not isinstance(ref_cfg, dict):
-        raise ConfigError(f"{where} must be a mapping, got {type(ref_cfg).__name__}")
-    for key in ("table", "metric", "methods"):
-        if key not in ref_cfg:
-            raise ConfigError(f"{where}: missing key {key!r}")
-    table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
+    where, table, metric = _entry(ref_cfg, experiment)
     cache = {} if cache is None else cache
     if table not in cache:
         cache[table] = read_reference(reference_dir, table)
@@ -199,13 +204,7 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
 
     With ``datasets`` (the experiment's own list) only the published cells of those datasets are listed: an
     experiment that runs one row of a table is not reported as missing the others."""
-    where = f"experiments.{experiment}.reference"
-    if not isinstance(ref_cfg, dict):
-        raise ConfigError(f"{where} must be a mapping, got {type(ref_cfg).__name__}")
-    for key in ("table", "metric", "methods"):
-        if key not in ref_cfg:
-            raise ConfigError(f"{where}: missing key {key!r}")
-    table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
+    where, table, metric = _entry(ref_cfg, experiment)
     methods: dict = ref_cfg["methods"] or {}
     if not isinstance(methods, dict) or not methods:
         raise ConfigError(f"{where}.methods must map our variants to reference method_id values")
@@ -497,13 +496,8 @@ def compare_any(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experi
                 datasets: list | None = None):
     """Dispatch on the kind of the reference table: results, pairwise p-values or a CD figure. ``datasets`` (the
     experiment's) restricts a results table to their cells."""
-    where = f"experiments.{experiment}.reference"
-    if not isinstance(ref_cfg, dict):
-        raise ConfigError(f"{where} must be a mapping, got {type(ref_cfg).__name__}")
-    for key in ("table", "metric", "methods"):
-        if key not in ref_cfg:
-            raise ConfigError(f"{where}: missing key {key!r}")
-    ref, kind = read_reference(reference_dir, str(ref_cfg["table"]))
+    where, table, _ = _entry(ref_cfg, experiment)
+    ref, kind = read_reference(reference_dir, table)
     if kind == "results":
         return compare(_our_summary(scores, ref_cfg, where), ref_cfg, reference_dir, experiment, datasets)
     if kind == "pvalues":
