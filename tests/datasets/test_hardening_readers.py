@@ -92,6 +92,15 @@ def test_sparse_arff_unbalanced_quote_still_refused(tmp_path):
     assert info.value.line == 4
 
 
+@pytest.mark.parametrize("row", ["{0 'y',,1 2}", "{0 'y', ,1 2}", "{,0 'y'}"])
+def test_sparse_arff_empty_pair_beside_quoted_values_is_a_parse_error(tmp_path, row):
+    # found by the fuzz suite: an empty pair among quoted ones raised a bare ValueError
+    path = write(tmp_path, "q.arff", f"@relation r\n@attribute b {{x,y}}\n@attribute a numeric\n@data\n{row}\n")
+    with pytest.raises(ParseError, match="index value") as info:
+        read_arff(path)
+    assert info.value.line == 5
+
+
 @pytest.mark.parametrize("escaped,decoded", [
     (r"a\011b", "a\tb"), (r"a\0b", "a\x00b"), (r"a\bb", "a\bb"), (r"caf\u00e9", "café"), (r"a\%b", "a%b"),
     (r"it\'s", "it's"), (r"back\\slash", "back\\slash"), (r"x\nz", "x\nz"), (r"\101", "A"), (r"\7", "\x07"),

@@ -375,7 +375,7 @@ def read_arff(path: str | os.PathLike, max_abs: float | None = None) -> ArffFile
                 if "'" in inner or '"' in inner:
                     idx, vals = [], []
                     for pair in _split_top_level(inner, path, lineno, "sparse row"):
-                        i, v = (pair.strip().split(None, 1) + [""])[:2]
+                        i, v = (pair.split(None, 1) + ["", ""])[:2]      # an empty pair: i = v = ""
                         v = v.strip()
                         if not v or (v[0] in "'\"" and not _QUOTED_TOKEN.fullmatch(v)) or \
                                 ("'" in i or '"' in i):
