@@ -181,3 +181,53 @@ def test_a_tuning_budget_caps_the_planned_candidate_cost():
     assert chunk.fit_seconds == pytest.approx(4 * 20 * one_stage / n_chunks)
     assert chunk.fit_seconds < chunk_free.fit_seconds / 100
     assert final.fit_seconds == pytest.approx(min(final_free.fit_seconds, 20 * one_stage * 20 / 16))
+
+
+def _tuned_config(tmp_chunk=2):
+    tune = {"grid": {"learning_rate": [0.1, 0.5], "max_leaf_nodes": [2, 8]}, "validation": {"holdout": 0.2},
+            "metric": "macro_r2", "staged": "n_estimators", "mode": "dag", "chunk": tmp_chunk}
+    method = {"name": "gb", "method": "gbmort", "params": {"n_estimators": 100}, "tune": tune}
+    return _config(experiments={"g": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"],
+                                      "methods": [method]}})
+
+
+def _write_candidate(root: Path, name, params, seconds):
+    path = root / "tuning" / "g" / "linnerud" / "gb" / "candidates" / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"params": params, "fit_seconds": seconds, "score": 0.5}))
+    return path
+
+
+def test_scored_candidates_calibrate_the_tuning_estimate(tmp_path):
+    # two candidates measured at 3x and 5x their modelled cost: the chunk estimate is the model's times the
+    # measured / modelled ratio over them (4.25x when the larger tree models 3x the stump), labelled recorded
+    from forestbench.methods import get_method
+
+    plan = Plan(_tuned_config(), source="test", schema_dir=REPO / "workflow" / "schemas")
+    row = lambda report: next(v for v in report.variants if v.variant == "gb (tuning)")  # noqa: E731
+    before = row(make_plan(plan, results=tmp_path))
+    assert (before.source, before.n_records) == ("model", 0)
+
+    shape = json.loads(json.dumps(plan.registry["linnerud"]["shape"]))
+    n_fit = int(shape["n"] * 0.8)
+    model = lambda params: get_method("gbmort").cost_of(  # noqa: E731
+        n_fit, shape["p"], shape["d"], {"n_estimators": 100, **params}).fit_seconds
+    small, large = {"learning_rate": 0.1, "max_leaf_nodes": 2}, {"learning_rate": 0.5, "max_leaf_nodes": 8}
+    _write_candidate(tmp_path, "a", small, 3.0 * model(small))
+    _write_candidate(tmp_path, "b", large, 5.0 * model(large))
+    factor = (3.0 * model(small) + 5.0 * model(large)) / (model(small) + model(large))
+    after = row(make_plan(plan, results=tmp_path))
+    assert (after.source, after.n_records) == ("recorded", 2)
+    assert after.wall_s - R.STARTUP_S == pytest.approx(factor * (before.wall_s - R.STARTUP_S))
+    assert 3.0 < factor < 5.0
+
+
+def test_a_broken_candidate_file_is_named(tmp_path):
+    plan = Plan(_tuned_config(), source="test", schema_dir=REPO / "workflow" / "schemas")
+    path = _write_candidate(tmp_path, "a", {"learning_rate": 0.1, "max_leaf_nodes": 2}, 1.0)
+    path.write_text("{not json")
+    with pytest.raises(DataError, match="a.json"):
+        make_plan(plan, results=tmp_path)
+    path.write_text(json.dumps({"params": {"max_leaf_nodes": 2}, "fit_seconds": float("nan")}))
+    with pytest.raises(DataError, match="not a duration"):
+        make_plan(plan, results=tmp_path)

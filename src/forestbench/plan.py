@@ -15,6 +15,11 @@ Core-hours of a fit are ``threads x wall``; the wall time of a (experiment, data
 3. ``model``: the stated cost model of ``forestbench.resources`` (``job_seconds``) from the registry shape and the
    variant's ``n_estimators`` / ``max_features``.
 
+A tuned variant's candidate-chunk jobs (``tune.mode: dag``) are charged by the method's cost hook, scaled by what
+the candidates already scored under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` took
+(``recorded``: measured seconds / modelled seconds over those candidates, so a first part of the grid calibrates
+the rest, whichever candidates it holds). Run a few chunks, then plan, to size the remainder.
+
 Each other job (fetch, prepare, split, collect, reports) is charged one start-up of one core. The requested SLURM resources (memory and
 time limit of attempt 1, from ``forestbench.resources``) are listed too, so that an allocation can be sized.
 
@@ -167,6 +172,44 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Co
     return res.Cost(final.fit_seconds + search.fit_seconds, max(final.model_mb, search.model_mb)), None
 
 
+def candidate_calibration(results: str | Path, experiment: str, dataset: str, variant, exp, shape: dict | None,
+                          sparse: bool) -> tuple[float, int]:
+    """``(measured / modelled seconds, number of candidates)`` over the candidates of a tuned variant already scored
+    under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` (every repeat); ``(1.0, 0)`` when none is.
+    A candidate file is the chunk job's cache: its ``params`` and ``fit_seconds`` (summed over validation folds)."""
+    from forestbench.methods import get_method
+
+    folder = Path(results) / "tuning" / experiment / dataset / variant.name / "candidates"
+    if not folder.is_dir():
+        return 1.0, 0
+    method = get_method(variant.method)
+    n, p, d = res.shape_of(shape)
+    validation = variant.tune["validation"]
+    folds = int(validation.get("kfold", 1))
+    fraction = (folds - 1) / folds if "kfold" in validation else 1.0 - float(validation["holdout"])
+    n_fit = max(1, int(n * fraction))
+    measured = modelled = 0.0
+    count = 0
+    for path in sorted(folder.glob("*.json")):
+        if path.name.startswith("."):  # a cache file being written
+            continue
+        try:
+            doc = json.loads(path.read_text())
+            seconds, params = float(doc["fit_seconds"]), dict(doc["params"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"tuning candidate {path} is unreadable ({exc}); delete it and rerun its chunk") from None
+        if not (math.isfinite(seconds) and seconds >= 0.0):
+            raise DataError(f"tuning candidate {path}: fit_seconds = {seconds} is not a duration; delete it and "
+                            "rerun its chunk")
+        model = folds * method.cost_of(n_fit, p, d, {**variant.params, **params}, sparse=sparse).fit_seconds
+        measured += seconds
+        modelled += model
+        count += 1
+    if not count or modelled <= 0.0:
+        return 1.0, 0
+    return measured / modelled, count
+
+
 def _raw_file_count(name: str, entry: dict) -> int:
     if (entry.get("source") or {}).get("kind") != "download":
         return 0
@@ -223,9 +266,13 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanRepo
                     jobs["select"] += fits
                     req = res.fit_requests(shape, variant.params, 1, cost=chunk_cost, threads=exp.threads,
                                            sparse=sparse)
+                    factor, n_done = candidate_calibration(results, name, dataset, variant, exp, shape, sparse)
+                    if n_done:
+                        chunk_cost = res.Cost(chunk_cost.fit_seconds * factor, chunk_cost.model_mb)
                     variants.append(VariantEstimate(name, dataset, f"{variant.name} (tuning)", n_chunks,
                                                     exp.threads, res.cost_job_seconds(chunk_cost, threads=exp.threads),
-                                                    "model", 0, req["mem_mb"], req["runtime"]))
+                                                    "recorded" if n_done else "model", n_done, req["mem_mb"],
+                                                    req["runtime"]))
         jobs["fit"] += n_fits
         slurm_fit_jobs += math.ceil(n_fits / chunk) if n_fits else 0
         jobs["collect"] += 1
@@ -261,7 +308,8 @@ def format_report(report: PlanReport, target_minutes: float = 30.0) -> str:
     for v in report.variants:
         lines.append(f"  {v.experiment:<22} {v.dataset:<20} {v.variant:<24} {v.fits:>5} {v.threads:>3} "
                      f"{_duration(v.wall_s):>10} {v.core_hours:>9.3f} {v.mem_mb:>7} {v.runtime_min:>5}m  "
-                     f"{v.source}" + (f" ({v.n_records} runs)" if v.n_records else ""))
+                     f"{v.source}" + (f" ({v.n_records} {'candidates' if v.variant.endswith('(tuning)') else 'runs'})"
+                                      if v.n_records else ""))
     sources = defaultdict(int)
     for v in report.variants:
         sources[v.source] += v.fits
