@@ -137,6 +137,14 @@ def read_timings(results: str | Path) -> dict[tuple[str, str, str], list[float]]
     return dict(timings)
 
 
+def _selection_rows(variant, n: int) -> tuple[int, int]:
+    """``(validation folds, rows each candidate fit sees)`` of a tuned variant on ``n`` training rows."""
+    validation = variant.tune["validation"]
+    folds = int(validation.get("kfold", 1))
+    fraction = (folds - 1) / folds if "kfold" in validation else 1.0 - float(validation["holdout"])
+    return folds, max(1, int(n * fraction))
+
+
 def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Cost, res.Cost | None]:
     """``(cost of the final fit job, cost of one candidate-chunk job or None)`` of a variant on a dataset shape,
     from its method's cost hook. An in-job selection (``tune.mode: inner``) adds every candidate's validation
@@ -149,10 +157,7 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Co
     final = method.cost_of(n, p, d, variant.params, sparse=sparse)
     if not variant.tune:
         return final, None
-    validation = variant.tune["validation"]
-    folds = int(validation.get("kfold", 1))
-    fraction = (folds - 1) / folds if "kfold" in validation else 1.0 - float(validation["holdout"])
-    n_fit = max(1, int(n * fraction))
+    folds, n_fit = _selection_rows(variant, n)
     costs = [method.cost_of(n_fit, p, d, {**variant.params, **c}, sparse=sparse) for c in exp.candidates(variant)]
     budget = variant.tune.get("budget")
     if budget:
@@ -184,10 +189,7 @@ def candidate_calibration(results: str | Path, experiment: str, dataset: str, va
         return 1.0, 0
     method = get_method(variant.method)
     n, p, d = res.shape_of(shape)
-    validation = variant.tune["validation"]
-    folds = int(validation.get("kfold", 1))
-    fraction = (folds - 1) / folds if "kfold" in validation else 1.0 - float(validation["holdout"])
-    n_fit = max(1, int(n * fraction))
+    folds, n_fit = _selection_rows(variant, n)
     measured = modelled = 0.0
     count = 0
     for path in sorted(folder.glob("*.json")):
