@@ -65,7 +65,8 @@ def test_model_estimate_without_records(tmp_path):
     report = make_plan(_plan(), results=tmp_path)
     assert {v.source for v in report.variants} == {"model"}
     v = next(v for v in report.variants if v.experiment == "b")
-    expected = R.job_seconds(20, 3, 3, 10, threads=2, max_features=3)
+    # linnerud's demo protocol is a 5-fold CV of its 20 rows: a fit sees 16 of them
+    expected = R.job_seconds(16, 3, 3, 10, threads=2, max_features=3)
     assert v.wall_s == pytest.approx(expected)
     assert v.core_hours == pytest.approx(5 * 2 * expected / 3600)
     other = (2 + 2 + 2 + 2 + 1) * R.STARTUP_S / 3600
@@ -209,7 +210,7 @@ def test_scored_candidates_calibrate_the_tuning_estimate(tmp_path):
     assert (before.source, before.n_records) == ("model", 0)
 
     shape = json.loads(json.dumps(plan.registry["linnerud"]["shape"]))
-    n_fit = int(shape["n"] * 0.8)
+    n_fit = int(16 * 0.8)  # 80 % of the 16 training rows of a 5-fold split of linnerud's 20
     model = lambda params: get_method("gbmort").cost_of(  # noqa: E731
         n_fit, shape["p"], shape["d"], {"n_estimators": 100, **params}).fit_seconds
     small, large = {"learning_rate": 0.1, "max_leaf_nodes": 2}, {"learning_rate": 0.5, "max_leaf_nodes": 8}
@@ -231,3 +232,58 @@ def test_a_broken_candidate_file_is_named(tmp_path):
     path.write_text(json.dumps({"params": {"max_leaf_nodes": 2}, "fit_seconds": float("nan")}))
     with pytest.raises(DataError, match="not a duration"):
         make_plan(plan, results=tmp_path)
+
+
+def test_training_rows_follow_the_protocol():
+    from forestbench.datasets.splits import make_splits
+    from forestbench.tuning import training_rows
+
+    shape = {"n": 103, "p": 2, "d": 1}
+    for protocol in ({"type": "random", "n_train": 30, "n_test": 50}, {"type": "random", "train_fraction": 0.5},
+                     {"type": "kfold", "n_splits": 10}, {"type": "kfold", "n_splits": 4, "repeats": 2}):
+        sizes = [len(train) for train, _ in make_splits(protocol, shape["n"])]
+        assert training_rows(protocol, shape) == min(sizes), protocol
+    # a given split's training part is in the data; n_given counts splits, not rows
+    assert training_rows({"type": "given", "n_given": 30}, shape) is None
+
+
+def test_fits_are_charged_on_the_protocols_training_rows(tmp_path):
+    # friedman1-chain holds 4300 rows, but the boosting paper's protocol trains on 300 (candidates on 240): the
+    # plan charges the fits and the candidates on those rows, not on the whole dataset
+    from forestbench.methods import get_method
+    from forestbench.plan import training_shape, variant_cost
+
+    tune = {"grid": {"learning_rate": [0.1, 0.5], "max_leaf_nodes": [2, 8]}, "validation": {"holdout": 0.2},
+            "metric": "macro_r2", "staged": "n_estimators", "mode": "dag", "chunk": 4}
+    config = _config(experiments={"g": {
+        "datasets": ["friedman1_chain"], "protocol": "gb_paper", "metrics": ["macro_r2"],
+        "methods": [{"name": "gb", "method": "gbmort", "params": {"n_estimators": 1000}, "tune": tune}]}})
+    plan = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas")
+    shape = plan.registry["friedman1_chain"]["shape"]
+    fit_shape = training_shape(shape, plan.protocol_spec("friedman1_chain", "gb_paper"))
+    assert fit_shape == {**shape, "n": 300} and shape["n"] == 4300
+    exp = plan.experiments["g"]
+    final, chunk = variant_cost(exp, exp.runnable_variants[0], fit_shape, False)
+    model = lambda n, params: get_method("gbmort").cost_of(  # noqa: E731
+        n, 5, 16, {"n_estimators": 1000, **params}).fit_seconds
+    assert final.fit_seconds == pytest.approx(model(300, {}))
+    candidates = [{"learning_rate": lr, "max_leaf_nodes": k} for lr in (0.1, 0.5) for k in (2, 8)]
+    assert chunk.fit_seconds == pytest.approx(sum(model(240, c) for c in candidates))
+    rows = {v.variant: v for v in make_plan(plan, results=tmp_path).variants}
+    assert rows["gb"].wall_s == pytest.approx(R.cost_job_seconds(final))
+    assert rows["gb (tuning)"].wall_s == pytest.approx(R.cost_job_seconds(chunk))
+
+
+def test_the_oracle_is_charged_for_the_models_it_fits():
+    # artificial-gbrt fits one single-output model with the chain / group strategies and one per output with the
+    # single-target strategy (st-gbrt's cost)
+    from forestbench.methods import get_method
+
+    oracle, st = get_method("artificial_gbrt"), get_method("st_gbrt")
+    params = {"n_estimators": 1000, "max_leaf_nodes": 4}
+    one = st.cost_of(240, 5, 1, params).fit_seconds
+    for strategy in ("first_output", "mean_output"):
+        assert oracle.cost_of(240, 5, 16, {**params, "strategy": strategy}).fit_seconds == pytest.approx(one)
+    assert oracle.cost_of(240, 5, 16, {**params, "strategy": "single_target"}).fit_seconds == pytest.approx(
+        st.cost_of(240, 5, 16, params).fit_seconds)
+    assert st.cost_of(240, 5, 16, params).fit_seconds > 10 * one

@@ -12,8 +12,8 @@ Core-hours of a fit are ``threads x wall``; the wall time of a (experiment, data
 1. ``recorded``: the mean ``fit_wall_s + predict_wall_s`` of its existing run records under ``--results``, plus the
    job start-up (``resources.STARTUP_S``);
 2. ``recorded-elsewhere``: the same from records of the same (dataset, variant) in other experiments;
-3. ``model``: the stated cost model of ``forestbench.resources`` (``job_seconds``) from the registry shape and the
-   variant's ``n_estimators`` / ``max_features``.
+3. ``model``: the stated cost model of ``forestbench.resources`` (``job_seconds``) from the registry shape, with the
+   protocol's training rows in place of the whole ``n`` (``training_shape``), and the variant's parameters.
 
 A tuned variant's candidate-chunk jobs (``tune.mode: dag``) are charged by the method's cost hook, scaled by what
 the candidates already scored under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` took
@@ -177,6 +177,19 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Co
     return res.Cost(final.fit_seconds + search.fit_seconds, max(final.model_mb, search.model_mb)), None
 
 
+def training_shape(shape: dict | None, protocol: dict) -> dict | None:
+    """The registry ``shape`` with ``n`` replaced by the rows a fit sees under ``protocol`` (its training part:
+    300 of friedman1-chain's 4300 rows under the boosting paper's protocol), which is what a fit's time depends on.
+    A ``given`` split's training part is known only from the data: the whole ``n`` then stands for it, an upper
+    bound. Memory requests keep the whole shape, since a fit job loads every row of the prepared data."""
+    from forestbench.tuning import training_rows
+
+    if not shape:
+        return shape
+    rows = training_rows(protocol, shape)
+    return shape if rows is None else {**shape, "n": rows}
+
+
 def candidate_calibration(results: str | Path, experiment: str, dataset: str, variant, exp, shape: dict | None,
                           sparse: bool) -> tuple[float, int]:
     """``(measured / modelled seconds, number of candidates)`` over the candidates of a tuned variant already scored
@@ -244,12 +257,13 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanRepo
             splits.add((dataset, exp.protocol))
             entry = get_entry(plan.registry, dataset)
             shape, sparse = entry.get("shape"), res.is_sparse_entry(entry)
+            fit_shape = training_shape(shape, plan.protocol_spec(dataset, exp.protocol))
             for variant in exp.runnable_variants:
                 fits = exp.repeats[dataset]
                 n_fits += fits
                 own = timings.get((name, dataset, variant.name), [])
                 other = by_dataset_variant.get((dataset, variant.name), [])
-                final, chunk_cost = variant_cost(exp, variant, shape, sparse)
+                final, chunk_cost = variant_cost(exp, variant, fit_shape, sparse)
                 if own:
                     wall, source, n_rec = res.STARTUP_S + sum(own) / len(own), "recorded", len(own)
                 elif other:
@@ -268,7 +282,8 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1) -> PlanRepo
                     jobs["select"] += fits
                     req = res.fit_requests(shape, variant.params, 1, cost=chunk_cost, threads=exp.threads,
                                            sparse=sparse)
-                    factor, n_done = candidate_calibration(results, name, dataset, variant, exp, shape, sparse)
+                    factor, n_done = candidate_calibration(results, name, dataset, variant, exp, fit_shape,
+                                                           sparse)
                     if n_done:
                         chunk_cost = res.Cost(chunk_cost.fit_seconds * factor, chunk_cost.model_mb)
                     variants.append(VariantEstimate(name, dataset, f"{variant.name} (tuning)", n_chunks,

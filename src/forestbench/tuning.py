@@ -167,15 +167,15 @@ def record_stages(n_stages: int) -> list[int]:
 
 
 def training_rows(protocol: dict, shape: dict | None) -> int | None:
-    """Rows of the training part a protocol gives (None when it cannot be told before the split is drawn)."""
+    """Rows of the training part a protocol gives, as ``make_splits`` draws them (the smallest training part for
+    k-fold), or None when it cannot be told before the split is drawn (the files of a ``given`` split)."""
     n = (shape or {}).get("n")
     kind = protocol.get("type")
-    if protocol.get("n_train"):
+    if kind == "random" and protocol.get("n_train"):
         return int(protocol["n_train"])
     if kind == "random" and protocol.get("train_fraction") and n:
-        return int(math.floor(float(protocol["train_fraction"]) * n))
-    if kind == "kfold" and protocol.get("n_splits") and n:
-        return int(n - math.ceil(n / int(protocol["n_splits"])))
-    if kind == "given" and protocol.get("n_given"):
-        return int(protocol["n_given"])
+        return int(round(float(protocol["train_fraction"]) * n))
+    if kind == "kfold" and n:
+        return int(n - math.ceil(n / int(protocol.get("n_splits", 10))))
+    # ``given``: the training part is in the data (``n_given`` counts splits, not rows)
     return None

@@ -13,12 +13,14 @@ def _sparse(dataset):
 
 
 def _costs(wildcards):
-    # the method's own cost hook (forestbench.methods), with the tuning work of a tuned variant
-    from forestbench.plan import variant_cost
+    # the method's own cost hook (forestbench.methods), with the tuning work of a tuned variant, on the rows a fit
+    # sees (the protocol's training part), as `forestbench plan` charges it
+    from forestbench.plan import training_shape, variant_cost
 
     exp = PLAN.experiments[wildcards.experiment]
     variant = exp.variant(wildcards.variant)
-    return variant_cost(exp, variant, _shape(wildcards.dataset), _sparse(wildcards.dataset))
+    shape = training_shape(_shape(wildcards.dataset), PLAN.protocol_spec(wildcards.dataset, exp.protocol))
+    return variant_cost(exp, variant, shape, _sparse(wildcards.dataset))
 
 
 def _fit_requests(wildcards, attempt, which=0):
