@@ -777,6 +777,46 @@ cdef inline void _take_cut(Candidate* c, intp_t f, intp_t pos, const float32_t* 
     c.threshold = threshold
 
 
+cdef inline void _scan_single(Candidate* c, intp_t f, const int32_t* ix, const float32_t* xv, const float64_t* Z,
+                              intp_t start, intp_t end, float64_t s_total, const float64_t* inv,
+                              float64_t* best_io) noexcept nogil:
+    """Score every cut of feature f over the node [start, end) for one split target (Z is n x 1) and take it into c
+    when it beats *best_io by the relative margin; the arithmetic and the order of the multi-target scan of
+    ``PresortBuilder._evaluate`` (forward, or backward past a leading run of equal values), so the same cut wins.
+    The running side sum lives in a register instead of the sums array."""
+    cdef intp_t r, b0 = start, fpos
+    cdef float64_t sl = 0.0, pl, pr, proxy, fbest, best = best_io[0], t
+    while b0 < end - 1 and xv[b0 + 1] <= xv[b0] + FEATURE_THRESHOLD:
+        b0 += 1
+    if b0 - start > end - b0:
+        # sl: the sum over [r, end), the right side of a cut between r - 1 and r
+        fpos = -1
+        fbest = -INFINITY
+        for r in range(end - 1, b0, -1):
+            sl += Z[ix[r]]
+            if xv[r] <= xv[r - 1] + FEATURE_THRESHOLD:
+                continue
+            t = s_total - sl
+            proxy = t * t * inv[r - start] + sl * sl * inv[end - r]
+            if fpos < 0 or proxy >= fbest - PROXY_RTOL * fabs(fbest):
+                fbest = proxy
+                fpos = r
+        if fpos >= 0 and (c.feature < 0 or fbest > best + PROXY_RTOL * fabs(best)):
+            best_io[0] = fbest
+            _take_cut(c, f, fpos, xv)
+        return
+    for r in range(start, end - 1):
+        sl += Z[ix[r]]
+        if xv[r + 1] <= xv[r] + FEATURE_THRESHOLD:
+            continue
+        t = s_total - sl
+        proxy = sl * sl * inv[r + 1 - start] + t * t * inv[end - r - 1]
+        if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
+            best = proxy
+            _take_cut(c, f, r + 1, xv)
+    best_io[0] = best
+
+
 cdef class PresortBuilder:
     """Best-first regression tree on a fixed X whose columns are sorted once.
 
@@ -980,7 +1020,7 @@ cdef class PresortBuilder:
         cdef const float32_t* xv
         cdef float64_t* S = self.sum_total
         cdef float64_t* SL = self.sum_left
-        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr
+        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, s1
         cdef intp_t b0, fpos
         cdef float64_t fbest
         cdef const float64_t* zrow
@@ -994,12 +1034,21 @@ cdef class PresortBuilder:
             return
         memset(S, 0, q * sizeof(float64_t))
         ix = base_idx + c.order_feature * n
-        for r in range(start, end):
-            i = ix[r]
-            for k in range(q):
-                z = Z[i * q + k]
-                S[k] += z
+        if q == 1:
+            # one split target (st-gbrt, the rpo variants): the sums in registers, same additions in the same order
+            s1 = 0.0
+            for r in range(start, end):
+                z = Z[ix[r]]
+                s1 += z
                 sq += z * z
+            S[0] = s1
+        else:
+            for r in range(start, end):
+                i = ix[r]
+                for k in range(q):
+                    z = Z[i * q + k]
+                    S[k] += z
+                    sq += z * z
         for k in range(q):
             ss += S[k] * S[k]
         if (sq / m - ss / (<float64_t> m * m)) / q <= EPSILON:
@@ -1046,6 +1095,10 @@ cdef class PresortBuilder:
             if xv[end - 1] <= xv[start] + FEATURE_THRESHOLD:
                 continue
             n_scored += 1
+            if q == 1:
+                # one split target: the scan of _scan_single, the left sum kept in a register
+                _scan_single(c, f, ix, xv, Z, start, end, S[0], inv, &best)
+                continue
             # a long run of equal values at the start (the zeros of a sparse or binary input) is never summed:
             # the scan then runs backwards over the other samples, with S_L = S - S_R
             b0 = start
