@@ -1170,6 +1170,8 @@ cdef class PresortBuilder:
         cdef int32_t* ix
         cdef float32_t* xv
         cdef int32_t i
+        cdef float32_t v
+        cdef intp_t gl
         if c.in_master:
             # the split feature's range is already [left | right]: copy it to the working orders
             memcpy(self.idx + c.feature * n + start, sx + start, (end - start) * sizeof(int32_t))
@@ -1190,16 +1192,18 @@ cdef class PresortBuilder:
             xv = self.val + f * n
             a = start
             b = 0
+            # branch-free: every sample is written to both sides and only its side's count moves (the side of a
+            # sample is a coin flip for the branch predictor); in place, a <= r, so no unread entry is overwritten
             for r in range(start, end):
                 i = sx[r]
-                if self.goleft[i]:
-                    ix[a] = i
-                    xv[a] = sv[r]
-                    a += 1
-                else:
-                    self.tmp_idx[b] = i
-                    self.tmp_val[b] = sv[r]
-                    b += 1
+                v = sv[r]
+                gl = self.goleft[i]
+                ix[a] = i
+                xv[a] = v
+                self.tmp_idx[b] = i
+                self.tmp_val[b] = v
+                a += gl
+                b += 1 - gl
             memcpy(ix + a, self.tmp_idx, b * sizeof(int32_t))
             memcpy(xv + a, self.tmp_val, b * sizeof(float32_t))
 
