@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 
 import numpy as np
 
@@ -167,15 +166,7 @@ def record_stages(n_stages: int) -> list[int]:
 
 
 def training_rows(protocol: dict, shape: dict | None) -> int | None:
-    """Rows of the training part a protocol gives, as ``make_splits`` draws them (the smallest training part for
-    k-fold), or None when it cannot be told before the split is drawn (the files of a ``given`` split)."""
-    n = (shape or {}).get("n")
-    kind = protocol.get("type")
-    if kind == "random" and protocol.get("n_train"):
-        return int(protocol["n_train"])
-    if kind == "random" and protocol.get("train_fraction") and n:
-        return int(round(float(protocol["train_fraction"]) * n))
-    if kind == "kfold" and n:
-        return int(n - math.ceil(n / int(protocol.get("n_splits", 10))))
-    # ``given``: the training part is in the data (``n_given`` counts splits, not rows)
-    return None
+    """Rows of the training part a protocol gives a dataset of registry ``shape`` (``datasets.splits``)."""
+    from forestbench.datasets.splits import training_rows as rows_of
+
+    return rows_of(protocol, (shape or {}).get("n"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zipfile
 from pathlib import Path
 
@@ -36,11 +37,8 @@ def make_splits(protocol: dict, n_samples: int, given=None, dataset: str = "?") 
         return once * int(protocol.get("repeats", 1))
     if kind == "random":
         repeats = int(protocol.get("repeats", 1))
-        if "n_train" in protocol:
-            n_train = int(protocol["n_train"])
-        elif "train_fraction" in protocol:
-            n_train = int(round(float(protocol["train_fraction"]) * n_samples))
-        else:
+        n_train = training_rows(protocol, n_samples)
+        if n_train is None:
             raise ConfigError(f"dataset {dataset}: random protocol needs n_train or train_fraction")
         n_test = int(protocol.get("n_test", n_samples - n_train))
         if n_train <= 0 or n_test <= 0 or n_train + n_test > n_samples:
@@ -66,6 +64,19 @@ def make_splits(protocol: dict, n_samples: int, given=None, dataset: str = "?") 
                 splits.append((np.sort(train), np.sort(folds[i])))
         return splits
     raise ConfigError(f"dataset {dataset}: unknown protocol type {kind!r} (expected one of {PROTOCOL_TYPES})")
+
+
+def training_rows(protocol: dict, n_samples: int | None) -> int | None:
+    """Rows of the training part a protocol draws from ``n_samples`` (the smallest part for k-fold), or None when
+    that cannot be told without the data (a ``given`` split; a fraction or folds of an unknown size)."""
+    kind = protocol.get("type")
+    if kind == "random" and "n_train" in protocol:
+        return int(protocol["n_train"])
+    if kind == "random" and "train_fraction" in protocol and n_samples:
+        return int(round(float(protocol["train_fraction"]) * n_samples))
+    if kind == "kfold" and n_samples:
+        return int(n_samples - math.ceil(n_samples / int(protocol.get("n_splits", 10))))
+    return None  # ``given``: the training part is in the data (``n_given`` counts splits, not rows)
 
 
 def n_splits_of(protocol: dict, n_given: int | None = None) -> int:

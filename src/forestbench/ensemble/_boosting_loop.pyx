@@ -1099,8 +1099,8 @@ cdef class PresortBuilder:
                 # one split target: the scan of _scan_single, the left sum kept in a register
                 _scan_single(c, f, ix, xv, Z, start, end, S[0], inv, &best)
                 continue
-            # a long run of equal values at the start (the zeros of a sparse or binary input) is never summed:
-            # the scan then runs backwards over the other samples, with S_L = S - S_R
+            # several split targets. A long run of equal values at the start (the zeros of a sparse or binary
+            # input) is never summed: the scan then runs backwards over the other samples, with S_L = S - S_R
             b0 = start
             while b0 < end - 1 and xv[b0 + 1] <= xv[b0] + FEATURE_THRESHOLD:
                 b0 += 1
@@ -1110,20 +1110,12 @@ cdef class PresortBuilder:
                 fbest = -INFINITY
                 for r in range(end - 1, b0, -1):
                     # SL holds the sums over [r, end) (the right side of a cut between r - 1 and r)
-                    i = ix[r]
-                    if q == 1:
-                        SL[0] += Z[i]
-                    else:
-                        zrow = Z + i * q
-                        for k in range(q):
-                            SL[k] += zrow[k]
+                    zrow = Z + ix[r] * q
+                    for k in range(q):
+                        SL[k] += zrow[k]
                     if xv[r] <= xv[r - 1] + FEATURE_THRESHOLD:
                         continue
-                    if q == 1:
-                        pr = SL[0] * SL[0]
-                        pl = (S[0] - SL[0]) * (S[0] - SL[0])
-                    else:
-                        _side_squares(SL, S, q, &pr, &pl)
+                    _side_squares(SL, S, q, &pr, &pl)
                     proxy = pl * inv[r - start] + pr * inv[end - r]
                     # cuts visited right to left: a cut further left replaces the feature's best unless it is
                     # worse by the margin (the forward scan's preference for the leftmost of near-equal cuts)
@@ -1135,22 +1127,14 @@ cdef class PresortBuilder:
                     _take_cut(c, f, fpos, xv)
                 continue
             for r in range(start, end - 1):
-                i = ix[r]
-                if q == 1:
-                    SL[0] += Z[i]
-                else:
-                    # per sample only the q sums move (a vectorisable loop); the proxy's O(q) sums of squares are
-                    # formed at cuts only, which a feature with few distinct values (binary inputs) rarely has
-                    zrow = Z + i * q
-                    for k in range(q):
-                        SL[k] += zrow[k]
+                # per sample only the q sums move (a vectorisable loop); the proxy's O(q) sums of squares are
+                # formed at cuts only, which a feature with few distinct values (binary inputs) rarely has
+                zrow = Z + ix[r] * q
+                for k in range(q):
+                    SL[k] += zrow[k]
                 if xv[r + 1] <= xv[r] + FEATURE_THRESHOLD:
                     continue
-                if q == 1:
-                    pl = SL[0] * SL[0]
-                    pr = (S[0] - SL[0]) * (S[0] - SL[0])
-                else:
-                    _side_squares(SL, S, q, &pl, &pr)
+                _side_squares(SL, S, q, &pl, &pr)
                 proxy = pl * inv[r + 1 - start] + pr * inv[end - r - 1]
                 if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
                     best = proxy
