@@ -14,11 +14,13 @@ if not workflow.overwrite_configfiles:
 
 try:
     from forestbench.errors import ForestbenchError
-    from forestbench.validation import check_workflow_config
+    from forestbench.validation import apply_cli_overrides, check_workflow_config
 except ImportError:
     pass  # common.smk explains how to make forestbench importable
 else:
     try:
+        # nested `--config` values arrive as strings (`select={available: true}`): read them as the schema's types
+        apply_cli_overrides(config, workflow.config_settings.overwrite_config)
         # duplicate keys and schema errors, naming the config file and the key
         check_workflow_config(config, workflow.configfiles)
     except ForestbenchError as _exc:

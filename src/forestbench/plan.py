@@ -54,19 +54,11 @@ def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT
 
 
 def parse_overrides(items: list[str]) -> dict:
-    """``--config`` items as Snakemake reads them: ``KEY=VALUE``, the value parsed as YAML."""
-    import yaml
+    """``--config`` items as the Snakefile reads them: parsed as Snakemake parses them, then each string that
+    stands where the schema wants another type read as that type (``forestbench.validation``)."""
+    from forestbench.validation import coerce_overrides, parse_cli_config
 
-    out: dict = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise DataError(f"--config {item!r}: expected KEY=VALUE, e.g. 'select={{available: true}}'")
-        try:
-            out[key] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise DataError(f"--config {item!r}: the value is not valid YAML ({exc})") from None
-    return out
+    return coerce_overrides(parse_cli_config(items))
 
 
 @dataclass

@@ -95,3 +95,160 @@ def validate(data: dict, schema: str, source: str, schema_dir: str | Path | None
         lines.append(f"{source}: {where}: {message}")
     more = f"\n... and {len(errors) - 10} more" if len(errors) > 10 else ""
     raise ConfigError("invalid configuration:\n" + "\n".join(lines) + more)
+
+
+# ------------------------------------------------------------------ command-line overrides (`--config KEY=VALUE`)
+# Snakemake parses a top-level `--config` value as an integer, a number or a boolean when it can, and a nested one
+# (`select={available: true}`) with YAML's base loader, which keeps every nested scalar a string. The schema knows
+# which type each key takes, so a string typed on the command line is read as that type here, before validation.
+
+_NAMES = {"boolean": "a boolean", "integer": "an integer", "number": "a number", "array": "a list",
+          "object": "a mapping", "null": "empty"}
+_EXAMPLES = {"boolean": "true", "integer": "1", "number": "0.5", "array": "[a, b]", "object": "{key: value}"}
+
+
+def parse_cli_config(items: list[str]) -> dict:
+    """``--config`` items read as Snakemake reads them (``KEY=VALUE``; top-level integers, numbers and booleans
+    typed, anything else through YAML's base loader, which leaves nested scalars as strings)."""
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--config {item!r}: expected KEY=VALUE, e.g. 'select={{available: true}}'")
+        out[key] = _snakemake_value(value, item)
+    return out
+
+
+def _snakemake_value(text: str, item: str):
+    if text == "":
+        return None
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return yaml.load(text, Loader=yaml.BaseLoader)  # noqa: S506 - the base loader builds only str/list/dict
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--config {item!r}: the value is not valid YAML ({' '.join(str(exc).split())})") from None
+
+
+def coerce_overrides(overrides: dict, schema: str = "config", schema_dir: str | Path | None = None) -> dict:
+    """``overrides`` with each string that stands where the schema wants a boolean, an integer, a number, a list
+    or a mapping read as YAML into that type (``'true'`` -> True, ``'3'`` -> 3, ``'[a, b]'`` -> ['a', 'b']).
+    A string that reads as none of the accepted types raises a ConfigError showing the accepted form."""
+    spec = yaml.safe_load(schema_path(schema, schema_dir).read_text())
+    return _coerce(overrides, spec, spec, ())
+
+
+def apply_cli_overrides(config: dict, overrides: dict, schema: str = "config",
+                        schema_dir: str | Path | None = None) -> dict:
+    """Merge the typed ``overrides`` into ``config`` in place (mappings key by key, as Snakemake merges them)."""
+
+    def merge(target: dict, update: dict) -> None:
+        for key, value in update.items():
+            if isinstance(value, dict) and isinstance(target.get(key), dict):
+                merge(target[key], value)
+            else:
+                target[key] = value
+
+    merge(config, coerce_overrides(overrides or {}, schema, schema_dir))
+    return config
+
+
+def _resolve(node: dict, root: dict) -> dict:
+    while isinstance(node, dict) and "$ref" in node:
+        ref = node["$ref"]
+        if not ref.startswith("#/"):
+            raise ConfigError(f"schema reference {ref!r}: only references inside the schema are supported")
+        node = root
+        for part in ref[2:].split("/"):
+            node = node[part]
+    return node if isinstance(node, dict) else {}
+
+
+def _alternatives(node: dict, root: dict) -> list[dict]:
+    node = _resolve(node, root)
+    alts = node.get("oneOf") or node.get("anyOf")
+    if not alts:
+        return [node]
+    out = [node] if "type" in node else []
+    for alt in alts:
+        out.extend(_alternatives(alt, root))
+    return out
+
+
+def _types(node: dict) -> set[str]:
+    declared = node.get("type")
+    if declared is None:
+        return set()
+    return {declared} if isinstance(declared, str) else set(declared)
+
+
+def _matches(value, kind: str) -> bool:
+    return {"boolean": isinstance(value, bool),
+            "integer": isinstance(value, int) and not isinstance(value, bool),
+            "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+            "array": isinstance(value, list), "object": isinstance(value, dict),
+            "string": isinstance(value, str), "null": value is None}.get(kind, False)
+
+
+def _child(node: dict, root: dict, key) -> dict | None:
+    for alt in _alternatives(node, root):
+        props = alt.get("properties") or {}
+        if key in props:
+            return props[key]
+        extra = alt.get("additionalProperties")
+        if isinstance(extra, dict):
+            return extra
+    return None
+
+
+def _items(node: dict, root: dict) -> dict | None:
+    for alt in _alternatives(node, root):
+        if isinstance(alt.get("items"), dict):
+            return alt["items"]
+    return None
+
+
+def _coerce(value, node: dict, root: dict, path: tuple):
+    alts = _alternatives(node, root)
+    kinds = set().union(*(_types(a) for a in alts)) if alts else set()
+    if isinstance(value, str) and kinds and "string" not in kinds:
+        value = _read_typed(value, kinds, path)
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            child = _child(node, root, key)
+            out[key] = _coerce(item, child, root, path + (key,)) if child is not None else item
+        return out
+    if isinstance(value, list):
+        items = _items(node, root)
+        return [_coerce(v, items, root, path + (i,)) for i, v in enumerate(value)] if items else value
+    return value
+
+
+def _read_typed(text: str, kinds: set[str], path: tuple):
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        value = text
+    if "boolean" in kinds and not isinstance(value, bool) and value in (0, 1) and isinstance(value, int):
+        value = bool(value)
+    if any(_matches(value, kind) for kind in kinds):
+        return value
+    wanted = " or ".join(_NAMES.get(kind, kind) for kind in sorted(kinds))
+    example = _EXAMPLES.get(sorted(kinds)[0], "...")
+    raise ConfigError(f"--config: {'.'.join(map(str, path))}: {text!r} is not {wanted}; "
+                      f"write it as {_cli_form(path, example)}")
+
+
+def _cli_form(path: tuple, example: str) -> str:
+    """The ``--config`` argument that sets ``path`` to ``example``: ``select={available: true}``."""
+    keys = [str(p) for p in path if not isinstance(p, int)]
+    text = example
+    for key in reversed(keys[1:]):
+        text = f"{{{key}: {text}}}"
+    return f"'{keys[0]}={text}'" if keys else example
