@@ -37,3 +37,35 @@ def snakemake_env() -> dict:
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return env
+
+
+# System tests install Debian packages, start daemons (SLURM, MariaDB, munge) or drive a browser. They run only when
+# asked for with `pytest --system` (.ci/run does), never by a plain `pytest`, so that the test command is safe on
+# any machine, also as root.
+SYSTEM_MARKERS = ("slurm", "browser")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--system", action="store_true", default=False,
+                     help="also run the system tests (markers: " + ", ".join(SYSTEM_MARKERS) + "): as root they "
+                          "install Debian packages, start a localhost SLURM cluster and drive headless Chromium")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--system"):
+        return
+    system = [item for item in items if any(item.get_closest_marker(m) for m in SYSTEM_MARKERS)]
+    if system:
+        config.hook.pytest_deselected(items=system)
+        items[:] = [item for item in items if item not in system]
+    config.stash[_SYSTEM_DESELECTED] = len(system)
+
+
+_SYSTEM_DESELECTED = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    count = config.stash.get(_SYSTEM_DESELECTED, 0)
+    if count:
+        terminalreporter.write_line(f"{count} system test(s) not run ({', '.join(SYSTEM_MARKERS)}): "
+                                    "`pytest --system` runs them (installs and starts system services as root)")

@@ -53,7 +53,7 @@ fi
 if [ "$require" = 1 ]; then
   export FORESTBENCH_REQUIRE_SLURM=1
 fi
-timeout -k 60 "$TIMEOUT" "$PY" -m pytest -m slurm -rs -v -p no:cacheprovider tests/slurm
+timeout -k 60 "$TIMEOUT" "$PY" -m pytest --system -m slurm -rs -v -p no:cacheprovider tests/slurm
 rc=$?
 [ "$rc" = 124 ] && log "the SLURM tests exceeded ${TIMEOUT}s"
 exit "$rc"
