@@ -101,7 +101,7 @@ def _fetch(args) -> int:
             known = ", ".join(f.name for f in remote_files(entry))
             raise DownloadError(f"dataset {args.name!r} has no raw file {args.file!r} (files: {known})")
         entry = {**entry, "source": {**entry["source"], "files": wanted}}
-    paths = fetch_dataset(args.name, entry, root, dl)
+    paths = fetch_dataset(args.name, entry, root, dl, registry=args.registry)
     for fname, path in paths.items():
         print(f"{args.name}: {path}")
     return 0

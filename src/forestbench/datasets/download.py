@@ -464,13 +464,15 @@ def local_file(name: str, entry: dict, rf: RemoteFile) -> Path:
     return src
 
 
-def accept_command(name: str, lock: ShaLock) -> str:
+def accept_command(name: str, lock: ShaLock, registry: str | os.PathLike | None = None) -> str:
     """The command that records the current local_path files of ``name`` in ``lock``."""
-    option = "" if lock.path == ShaLock().path else f" --lock {lock.path}"
+    option = "" if registry is None or Path(registry) == Path("config/datasets.yaml") else f" --registry {registry}"
+    option += "" if lock.path == ShaLock().path else f" --lock {lock.path}"
     return f"python -m forestbench datasets{option} accept {name}"
 
 
-def check_local_file(name: str, entry: dict, rf: RemoteFile, lock: ShaLock) -> tuple[Path, str]:
+def check_local_file(name: str, entry: dict, rf: RemoteFile, lock: ShaLock,
+                     registry: str | os.PathLike | None = None) -> tuple[Path, str]:
     """Path and sha256 of the local_path file of ``rf``, checked against the registry's sha256 or else the lock
     file's; a file with no checksum anywhere yet is recorded in the lock (trust on first use).
 
@@ -496,7 +498,7 @@ def check_local_file(name: str, entry: dict, rf: RemoteFile, lock: ShaLock) -> t
             f"dataset {name!r}: local file {src} changed since it was recorded: its sha256 is now {actual}, "
             f"{lock.path} records {str(entry_['sha256']).lower()} for {key} "
             f"(recorded {entry_.get('recorded', '?')}). If the new content is intended, accept it with\n"
-            f"    {accept_command(name, lock)}\n"
+            f"    {accept_command(name, lock, registry)}\n"
             f"(records the new sha256; the workflow then copies the file again and reruns everything built from "
             f"{name!r}); otherwise restore the recorded file.")
     return src, actual
@@ -532,7 +534,8 @@ def accept_local(name: str, entry: dict, lock: ShaLock, only: str | None = None)
     return changed
 
 
-def local_signature(name: str, entry: dict, lock: ShaLock, directory: str | os.PathLike = "data/registry") -> Path:
+def local_signature(name: str, entry: dict, lock: ShaLock, directory: str | os.PathLike = "data/registry",
+                    registry: str | os.PathLike | None = None) -> Path:
     """Write ``<directory>/<name>.local.json`` (the sha256 of each local_path file of ``name``) only when it
     changes, after checking every file with :func:`check_local_file`.
 
@@ -543,7 +546,7 @@ def local_signature(name: str, entry: dict, lock: ShaLock, directory: str | os.P
 
     from forestbench._io import write_text
 
-    sums = {rf.stored_name: check_local_file(name, entry, rf, lock)[1] for rf in remote_files(entry)}
+    sums = {rf.stored_name: check_local_file(name, entry, rf, lock, registry)[1] for rf in remote_files(entry)}
     path = Path(directory) / f"{name}.local.json"
     text = json.dumps({"dataset": name, "local_path": str(entry["local_path"]), "sha256": sums}, indent=2,
                       sort_keys=True) + "\n"
@@ -557,7 +560,7 @@ def local_signature(name: str, entry: dict, lock: ShaLock, directory: str | os.P
 
 
 def fetch_dataset(name: str, entry: dict, root: str | os.PathLike | None = None,
-                  downloader: Downloader | None = None) -> dict[str, Path]:
+                  downloader: Downloader | None = None, registry: str | os.PathLike | None = None) -> dict[str, Path]:
     """Make every raw file of dataset ``name`` present and verified in ``<root>/<name>/``; return name -> path.
 
     Files already valid are kept (an interrupted fetch resumes with the missing files only). For an entry with a
@@ -577,7 +580,7 @@ def fetch_dataset(name: str, entry: dict, root: str | os.PathLike | None = None,
     out: dict[str, Path] = {}
     for rf in files:
         if local:
-            src, actual = check_local_file(name, entry, rf, downloader.lock)
+            src, actual = check_local_file(name, entry, rf, downloader.lock, registry)
             # the local file's sha256 is what the cached copy must have
             rf = RemoteFile(rf.name, [src.resolve().as_uri()], actual, src.stat().st_size, rf.archive, rf.member,
                             rf.download_name, rf.alternative)

@@ -160,14 +160,16 @@ class Source:
         if proc.wait() != 0:
             raise OSError(f"git cat-file blob {oid} ({spec}) failed: {err}")
 
-    def candidates(self, dataset: str, rf: RemoteFile) -> tuple[list[Candidate], bool]:
-        """Places that may hold ``rf``, best first, and whether the source covers it (a commit named by one of its
-        URLs is in the repository: a miss there means the file is missing, not merely elsewhere)."""
+    def candidates(self, dataset: str, rf: RemoteFile) -> tuple[list[Candidate], bool, list[str]]:
+        """Places that hold ``rf``, best first; whether the source covers it (a commit named by one of its URLs is
+        in the repository: a miss there means the file is missing, not merely elsewhere); the places looked at."""
         refs = [ref for ref in map(repo_file, rf.urls) if ref is not None]
         found: list[Candidate] = []
         covered = False
+        looked: list[str] = []
         if self.git_dir is not None:
             for ref in dict.fromkeys(refs):
+                looked.append(f"{ref.commit[:12]}:{ref.path}")
                 if self.has_commit(ref.commit):
                     covered = True
                     found.append(Candidate(f"{self.path}@{ref.commit[:12]}:{ref.path}",
@@ -175,9 +177,10 @@ class Source:
         if self.git_dir is None or self.work_tree is not None:
             rel = [ref.path for ref in refs] + [f"{dataset}/{rf.stored_name}", rf.stored_name]
             for path in dict.fromkeys(self.path / r for r in rel):
+                looked.append(str(path))
                 if path.is_file():
                     found.append(Candidate(str(path), lambda path=path: open(path, "rb")))
-        return found, covered
+        return found, covered, looked
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -256,7 +259,7 @@ def fetch_file_from(source: Source, dataset: str, rf: RemoteFile, directory: Pat
     if stored.exists() and expected is not None and sha256_file(stored) == expected:
         result = FileResult(rf.stored_name, "kept", f"already valid in {directory}")
     else:
-        candidates, covered = source.candidates(dataset, rf)
+        candidates, covered, looked = source.candidates(dataset, rf)
         errors, wrong = [], []
         dl._remove_stale_parts(directory, rf.stored_name)
         for cand in candidates:
@@ -280,7 +283,7 @@ def fetch_file_from(source: Source, dataset: str, rf: RemoteFile, directory: Pat
             elif candidates or covered:
                 result = FileResult(rf.stored_name, "missing", "; ".join(errors) or "not in the source")
             else:
-                result = FileResult(rf.stored_name, "absent", "the source does not cover it")
+                result = FileResult(rf.stored_name, "absent", "not found at " + ", ".join(looked))
     if result.state in OK_STATES and rf.archive:
         target = directory / rf.name
         if result.state == "copied" and target.exists():  # a new archive: its old extraction may be stale
@@ -301,7 +304,12 @@ def fetch_dataset_from(source: Source, name: str, entry: dict, root: Path, dl: D
     files = remote_files(entry)
     if not files:
         raise DownloadError(f"dataset {name!r}: its source lists no files to fetch")
-    return DatasetResult(name, [fetch_file_from(source, name, rf, root / name, dl) for rf in files])
+    result = DatasetResult(name, [fetch_file_from(source, name, rf, root / name, dl) for rf in files])
+    if result.covered:  # the source holds part of the dataset: the rest is missing from it
+        for f in result.files:
+            if f.state == "absent":
+                f.state = "missing"
+    return result
 
 
 def fetch_from(source: str | os.PathLike, registry: dict, names: list[str] | None, root: Path,
