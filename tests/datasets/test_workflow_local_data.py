@@ -70,14 +70,16 @@ def test_regenerated_local_file_stops_the_run_until_accepted_then_reruns(workdir
     x_old = np.load(prepared)["X"].copy()
 
     local.write_bytes(toy_arff(1))  # regenerated in place
-    # before: "Nothing to be done", the old copy kept in data/raw and the results built from it
-    for dry in ([], ["-n"]):  # and it stays so: no run goes ahead with the old data
-        stopped = snakemake(workdir, *dry, target)
+    # before: "Nothing to be done", the old copy kept in data/raw and the results built from it; with --forcerun
+    # fetch, a sha256 mismatch without a way out, data/raw/toy/ deleted, and "Nothing to be done" again
+    for extra in ([], ["--forcerun", "fetch"]):
+        stopped = snakemake(workdir, target, *extra)  # --forcerun takes several names: target first
         assert stopped.returncode != 0
-        out = stopped.stdout + stopped.stderr  # a dry run reports on stdout
+        out = stopped.stdout + stopped.stderr
         assert "python -m forestbench datasets accept toy" in out, out[-3000:]
         assert str(local) in out
         assert cached.read_bytes() == toy_arff(0)  # the previous copy is kept
+        assert (workdir / "data" / "raw" / "toy" / "toy.xml").exists()
         np.testing.assert_array_equal(np.load(prepared)["X"], x_old)
 
     accept = subprocess.run([sys.executable, "-m", "forestbench", "datasets", "accept", "toy"], cwd=workdir,
