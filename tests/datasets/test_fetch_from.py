@@ -129,6 +129,7 @@ def test_git_source_pinned_bytes_wrong_and_missing_files(repo, tmp_path, capsys,
             f"expected sha256 {sha(b'not what the repository holds')}") in out
     assert f"got {sha(FILES['data/mt/gamma.arff'])}" in out
     assert "1 of 4 dataset(s) complete" in out and "wrong checksum: gamma" in out
+    assert (f"from the git repository {bare} (bare)" if kind == "bare" else f"from the git repository {work};") in out
 
     # a second run keeps what is valid and reads nothing again
     assert run(tmp_path, reg, bare, "alpha") == 0
@@ -202,3 +203,12 @@ def test_missing_source_directory_is_an_error(tmp_path, capsys):
     reg = registry(tmp_path, "0" * 40)
     assert run(tmp_path, reg, tmp_path / "nowhere") == 2
     assert "no such directory" in capsys.readouterr().err
+
+
+def test_unreadable_repository_is_an_error_not_a_plain_directory(tmp_path, capsys):
+    broken = tmp_path / "broken.git"
+    (broken / "objects").mkdir(parents=True)
+    (broken / "HEAD").write_text("not a ref\n")
+    reg = registry(tmp_path, "0" * 40)
+    assert run(tmp_path, reg, broken) == 2
+    assert "looks like a git repository, but git cannot read it" in capsys.readouterr().err

@@ -109,13 +109,14 @@ def _fetch(args) -> int:
 
 def _fetch_from(args, reg: dict) -> int:
     from forestbench.datasets.download import Downloader, raw_root
-    from forestbench.datasets.fetch_from import OK_STATES, fetch_from
+    from forestbench.datasets.fetch_from import OK_STATES, Source, fetch_from
 
     if args.file:
         raise DownloadError("datasets fetch: --file applies to a download, not to --from")
     root = Path(args.raw_dir) if args.raw_dir else raw_root()
     dl = Downloader(lock=_lock(args))
-    results, status = fetch_from(args.source, reg, args.names or None, root, dl)
+    source = Source(args.source)
+    results, status = fetch_from(source, reg, args.names or None, root, dl)
     for res in results:
         print(f"{res.name}: {res.summary()}")
         for f in res.files:
@@ -125,7 +126,7 @@ def _fetch_from(args, reg: dict) -> int:
     mismatched = [r.name for r in results if r.mismatched]
     incomplete = [r.name for r in results if r.covered and not r.complete]
     absent = [r.name for r in results if not r.covered]
-    print(f"\n{len(complete)} of {len(results)} dataset(s) complete in {root} from {args.source}"
+    print(f"\n{len(complete)} of {len(results)} dataset(s) complete in {root} from the {source.describe()}"
           + (f"; wrong checksum: {', '.join(mismatched)}" if mismatched else "")
           + (f"; incomplete: {', '.join(sorted(set(incomplete) - set(mismatched)))}"
              if set(incomplete) - set(mismatched) else "")

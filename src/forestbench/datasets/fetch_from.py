@@ -92,21 +92,24 @@ def _git_env() -> dict:
 
 def _git_dir(path: Path) -> Path | None:
     """The git directory of ``path`` when ``path`` is the top of a repository (bare or not), else None; a directory
-    that merely lies inside some repository is a plain directory."""
-    def ask(*args: str) -> str | None:
+    that merely lies inside some repository is a plain directory. A folder that looks like a repository but that git
+    refuses (e.g. owned by another user) is an error, not silently a plain directory."""
+    def ask(*args: str) -> tuple[str | None, str]:
         try:
             out = subprocess.run(["git", "-C", str(path), "rev-parse", *args], capture_output=True, text=True,
                                  env=_git_env(), timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return out.stdout.strip() if out.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, str(exc)
+        return (out.stdout.strip() if out.returncode == 0 else None), out.stderr.strip()
 
-    git_dir = ask("--absolute-git-dir")
+    git_dir, err = ask("--absolute-git-dir")
     if git_dir is None:
+        if (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir()):
+            raise DownloadError(f"--from {path}: looks like a git repository, but git cannot read it: {err}")
         return None
-    if ask("--is-bare-repository") == "true":
+    if ask("--is-bare-repository")[0] == "true":
         return Path(git_dir) if Path(git_dir).resolve() == path.resolve() else None
-    top = ask("--show-toplevel")
+    top = ask("--show-toplevel")[0]
     return Path(git_dir) if top and Path(top).resolve() == path.resolve() else None
 
 
@@ -176,6 +179,7 @@ class Source:
                                            lambda ref=ref: self._git_blob(ref)))
         if self.git_dir is None or self.work_tree is not None:
             rel = [ref.path for ref in refs] + [f"{dataset}/{rf.stored_name}", rf.stored_name]
+            rel = [r for r in rel if not Path(r).is_absolute() and ".." not in Path(r).parts]  # stay inside SOURCE
             for path in dict.fromkeys(self.path / r for r in rel):
                 looked.append(str(path))
                 if path.is_file():
@@ -312,7 +316,7 @@ def fetch_dataset_from(source: Source, name: str, entry: dict, root: Path, dl: D
     return result
 
 
-def fetch_from(source: str | os.PathLike, registry: dict, names: list[str] | None, root: Path,
+def fetch_from(source: Source | str | os.PathLike, registry: dict, names: list[str] | None, root: Path,
                dl: Downloader) -> tuple[list[DatasetResult], int]:
     """Fill ``root`` from ``source`` for ``names`` (None: every downloaded dataset of ``registry``); return the
     per-dataset results and the exit status.
@@ -320,7 +324,7 @@ def fetch_from(source: str | os.PathLike, registry: dict, names: list[str] | Non
     The status is 1 when a file of the source does not verify (anywhere), or when a dataset named explicitly is
     not complete; 0 otherwise: a run over the whole registry is not failed by datasets the source does not hold
     or holds only in part (e.g. the large files a partial clone leaves out), which are reported."""
-    src = Source(source)
+    src = source if isinstance(source, Source) else Source(source)
     explicit = bool(names)
     if explicit:
         unknown = [n for n in names if n not in registry]
