@@ -310,7 +310,7 @@ def test_unavailable_dataset_and_local_path(tmp_path, dl):
     assert fetch_dataset("wipo", entry, tmp_path / "raw", dl)["w.arff"].read_bytes() == BODY
     (local / "w.arff").write_bytes(b"other bytes")
     (tmp_path / "raw" / "wipo" / "w.arff").unlink()
-    with pytest.raises(DownloadError, match="sha256 mismatch"):
+    with pytest.raises(DownloadError, match="config/datasets.yaml pins"):
         fetch_dataset("wipo", entry, tmp_path / "raw", dl)
 
 

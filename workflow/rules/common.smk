@@ -36,6 +36,8 @@ if _MAIN:
 
 
 localrules:
+    fetch,  # downloads run where the network is: on the login node under a cluster profile
+    fetch_all,
     select,
     collect,
     report_experiment,

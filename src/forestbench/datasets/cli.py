@@ -1,4 +1,5 @@
-"""``python -m forestbench datasets list | info NAME | fetch NAME | verify [NAME ...]``."""
+"""``python -m forestbench datasets list | info NAME | fetch NAME | fetch --from SOURCE [NAME ...] | verify [NAME ...]
+| accept NAME``."""
 from __future__ import annotations
 
 import sys
@@ -82,6 +83,11 @@ def _fetch(args) -> int:
     from forestbench.datasets.registry import get_entry
 
     reg = _registry(args)
+    if args.source is not None:
+        return _fetch_from(args, reg)
+    if len(args.names) != 1:
+        raise DownloadError("datasets fetch: name exactly one dataset (or use --from SOURCE for several)")
+    args.name = args.names[0]
     entry = get_entry(reg, args.name)
     if entry["source"]["kind"] != "download":
         print(f"{args.name}: source kind {entry['source']['kind']!r} needs no download")
@@ -95,9 +101,51 @@ def _fetch(args) -> int:
             known = ", ".join(f.name for f in remote_files(entry))
             raise DownloadError(f"dataset {args.name!r} has no raw file {args.file!r} (files: {known})")
         entry = {**entry, "source": {**entry["source"], "files": wanted}}
-    paths = fetch_dataset(args.name, entry, root, dl)
+    paths = fetch_dataset(args.name, entry, root, dl, registry=args.registry)
     for fname, path in paths.items():
         print(f"{args.name}: {path}")
+    return 0
+
+
+def _fetch_from(args, reg: dict) -> int:
+    from forestbench.datasets.download import Downloader, raw_root
+    from forestbench.datasets.fetch_from import OK_STATES, Source, fetch_from
+
+    if args.file:
+        raise DownloadError("datasets fetch: --file applies to a download, not to --from")
+    root = Path(args.raw_dir) if args.raw_dir else raw_root()
+    dl = Downloader(lock=_lock(args))
+    source = Source(args.source)
+    results, status = fetch_from(source, reg, args.names or None, root, dl)
+    for res in results:
+        print(f"{res.name}: {res.summary()}")
+        for f in res.files:
+            if f.state not in OK_STATES and f.state != "absent":
+                print(f"  {f.file}: {f.state}: {f.detail}")
+    complete = [r.name for r in results if r.complete]
+    mismatched = [r.name for r in results if r.mismatched]
+    incomplete = [r.name for r in results if r.covered and not r.complete]
+    absent = [r.name for r in results if not r.covered]
+    print(f"\n{len(complete)} of {len(results)} dataset(s) complete in {root} from the {source.describe()}"
+          + (f"; wrong checksum: {', '.join(mismatched)}" if mismatched else "")
+          + (f"; incomplete: {', '.join(sorted(set(incomplete) - set(mismatched)))}"
+             if set(incomplete) - set(mismatched) else "")
+          + (f"; not in this source: {len(absent)}" if absent else ""))
+    return status
+
+
+def _accept(args) -> int:
+    from forestbench.datasets.download import accept_local
+    from forestbench.datasets.registry import get_entry
+
+    reg = _registry(args)
+    entry = get_entry(reg, args.name)
+    lock = _lock(args)
+    changed = accept_local(args.name, entry, lock, args.file)
+    for fname, old, new in changed:
+        print(f"{args.name}/{fname}: recorded sha256 {new} in {lock.path}" + (f" (was {old})" if old else ""))
+    if not changed:
+        print(f"{args.name}: the lock already records the current local files")
     return 0
 
 
@@ -141,12 +189,26 @@ def register(subparsers) -> None:
     p = sub.add_parser("info", help="the registry entry of a dataset and the state of its raw files")
     p.add_argument("name")
     p.set_defaults(func=_info)
-    p = sub.add_parser("fetch", help="download and verify the raw files of a dataset into <raw-dir>/<name>/")
-    p.add_argument("name")
+    p = sub.add_parser("fetch", help="download and verify the raw files of a dataset into <raw-dir>/<name>/, or "
+                                      "copy them from a local copy of their source (--from)")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="the dataset (exactly one without --from; with --from any number, none meaning every "
+                        "downloaded dataset)")
+    p.add_argument("--from", dest="source", metavar="SOURCE",
+                   help="take the files from SOURCE instead of the network: a git repository (bare or not) of the "
+                        "repository the registry's URLs point into, read at the pinned commit, or a plain directory "
+                        "(files at their repository path, at <dataset>/<file> or at <file>); every file is verified "
+                        "against its sha256. Exit status 1 when a file does not verify or a named dataset is "
+                        "incomplete")
     p.add_argument("--file", help="fetch only this raw file")
     p.add_argument("--retries", type=int, default=3)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds without data before an attempt fails")
     p.set_defaults(func=_fetch)
+    p = sub.add_parser("accept", help="record the sha256 of a dataset's current local_path files in the lock file "
+                                       "(after an intended change of a local file)")
+    p.add_argument("name")
+    p.add_argument("--file", help="accept only this raw file")
+    p.set_defaults(func=_accept)
     p = sub.add_parser("verify", help="check the sha256 of the cached raw files (no download); exit 1 on mismatch")
     p.add_argument("names", nargs="*")
     p.set_defaults(func=_verify)

@@ -8,7 +8,8 @@ Guarantees:
   file is removed, so ``data/raw/`` never holds a partial or unverified file under a final name. Stale temporary files
   of the same target left by a killed process (SIGKILL cannot be caught) are removed before the next attempt.
 * A cached file whose sha256 verifies is never downloaded again. A cached file that no longer verifies is reported and
-  downloaded again.
+  downloaded again; it stays in place until the verified replacement is renamed over it, so a failed fetch never
+  removes a file from the cache.
 * Network errors, timeouts, 5xx answers and truncated transfers are retried with exponential back-off; a 4xx answer
   or a checksum mismatch moves on to the next mirror at once. The final error names the dataset, every URL tried and,
   for a mismatch, the expected and actual sha256.
@@ -201,18 +202,19 @@ class Downloader:
         key = f"{dataset}/{rf.stored_name}"
         expected, expected_size, origin = self.expected(dataset, rf)
         stored = directory / rf.stored_name
+        valid = False
         if stored.exists():
             actual = sha256_file(stored)
-            if expected is None or actual == expected:
-                if expected is None:
-                    self.lock.record(key, actual, stored.stat().st_size, "(pre-existing file)")
-                    self.log(f"[{dataset}] {stored}: no sha256 known; recorded {actual} in {self.lock.path}")
-            else:
+            valid = expected is None or actual == expected
+            if expected is None:
+                self.lock.record(key, actual, stored.stat().st_size, "(pre-existing file)")
+                self.log(f"[{dataset}] {stored}: no sha256 known; recorded {actual} in {self.lock.path}")
+            elif not valid:
+                # kept until a verified replacement is renamed over it: a failed download leaves it as it was
                 self.log(f"[{dataset}] {stored}: cached file does not verify (expected sha256 {expected} from {origin},"
                          f" got {actual}); downloading it again")
-                stored.unlink()
         downloaded = False
-        if not stored.exists():
+        if not valid:
             self._remove_stale_parts(directory, rf.stored_name)
             self._download_any(dataset, rf, stored, expected, expected_size)
             downloaded = True
@@ -452,13 +454,119 @@ def unavailable_reason(name: str, entry: dict) -> str | None:
             f"{where}To use it, {how}, and set 'local_path: <that directory>' in its entry of config/datasets.yaml.")
 
 
+def local_file(name: str, entry: dict, rf: RemoteFile) -> Path:
+    """The file of ``local_path`` that supplies ``rf`` (``local_path`` is a directory holding the files, or the one
+    file of a one-file dataset)."""
+    local = Path(entry["local_path"])
+    src = local / rf.stored_name if local.is_dir() else local
+    if not src.exists():
+        raise DownloadError(f"dataset {name!r}: local_path {str(local)!r} holds no file {rf.stored_name!r}")
+    return src
+
+
+def accept_command(name: str, lock: ShaLock, registry: str | os.PathLike | None = None) -> str:
+    """The command that records the current local_path files of ``name`` in ``lock``."""
+    option = "" if registry is None or Path(registry) == Path("config/datasets.yaml") else f" --registry {registry}"
+    option += "" if lock.path == ShaLock().path else f" --lock {lock.path}"
+    return f"python -m forestbench datasets{option} accept {name}"
+
+
+def check_local_file(name: str, entry: dict, rf: RemoteFile, lock: ShaLock,
+                     registry: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """Path and sha256 of the local_path file of ``rf``, checked against the registry's sha256 or else the lock
+    file's; a file with no checksum anywhere yet is recorded in the lock (trust on first use).
+
+    A file that changed since the lock recorded it is refused with a message naming both checksums and the command
+    that accepts the new content (:func:`accept_local`); a file that differs from the registry's pinned sha256
+    cannot be accepted (the registry describes other bytes)."""
+    src = local_file(name, entry, rf)
+    actual = sha256_file(src)
+    key = f"{name}/{rf.stored_name}"
+    if rf.sha256:
+        if actual != rf.sha256.lower():
+            raise DownloadError(
+                f"dataset {name!r}: local file {src} has sha256 {actual}, but config/datasets.yaml pins "
+                f"{rf.sha256.lower()} for {rf.stored_name!r}: it is not the file the registry describes. Replace it "
+                f"with the published file (or correct the registry entry if the publication changed).")
+        return src, actual
+    entry_ = lock.get(key)
+    if entry_ is None:
+        lock.record(key, actual, src.stat().st_size, str(src))
+        print(f"[{name}] {src}: no sha256 known; recorded {actual} in {lock.path}", file=sys.stderr)
+    elif str(entry_["sha256"]).lower() != actual:
+        raise DownloadError(
+            f"dataset {name!r}: local file {src} changed since it was recorded: its sha256 is now {actual}, "
+            f"{lock.path} records {str(entry_['sha256']).lower()} for {key} "
+            f"(recorded {entry_.get('recorded', '?')}). If the new content is intended, accept it with\n"
+            f"    {accept_command(name, lock, registry)}\n"
+            f"(records the new sha256; the workflow then copies the file again and reruns everything built from "
+            f"{name!r}); otherwise restore the recorded file.")
+    return src, actual
+
+
+def accept_local(name: str, entry: dict, lock: ShaLock, only: str | None = None) -> list[tuple[str, str | None, str]]:
+    """Record the sha256 of the current local_path files of ``name`` in the lock file; return (file, previous sha256
+    or None, new sha256) for each file whose entry changed. Files pinned in the registry are checked, never
+    recorded."""
+    if not entry.get("local_path"):
+        raise DownloadError(
+            f"dataset {name!r} has no local_path: `accept` records the checksums of local files only. For a "
+            f"downloaded file whose recorded checksum is wrong, delete its entries '{name}/<file>' from {lock.path} "
+            f"and fetch again.")
+    files = remote_files(entry)
+    if only is not None:
+        files = [rf for rf in files if only in (rf.name, rf.stored_name)]
+        if not files:
+            raise DownloadError(f"dataset {name!r} has no raw file {only!r}")
+    changed = []
+    for rf in files:
+        src = local_file(name, entry, rf)
+        actual = sha256_file(src)
+        if rf.sha256:
+            check_local_file(name, entry, rf, lock)  # raises on a difference from the registry's pin
+            continue
+        key = f"{name}/{rf.stored_name}"
+        previous = lock.get(key)
+        previous = str(previous["sha256"]).lower() if previous else None
+        if previous != actual:
+            lock.record(key, actual, src.stat().st_size, str(src))
+            changed.append((rf.stored_name, previous, actual))
+    return changed
+
+
+def local_signature(name: str, entry: dict, lock: ShaLock, directory: str | os.PathLike = "data/registry",
+                    registry: str | os.PathLike | None = None) -> Path:
+    """Write ``<directory>/<name>.local.json`` (the sha256 of each local_path file of ``name``) only when it
+    changes, after checking every file with :func:`check_local_file`.
+
+    As an input of the workflow's fetch rule, its modification time reruns the copy into the raw cache, and
+    everything built from it, exactly when the content of a local file changes, whatever the file's own
+    modification time says (a copy that kept an old time, a file replaced by an older one)."""
+    import json
+
+    from forestbench._io import write_text
+
+    sums = {rf.stored_name: check_local_file(name, entry, rf, lock, registry)[1] for rf in remote_files(entry)}
+    path = Path(directory) / f"{name}.local.json"
+    text = json.dumps({"dataset": name, "local_path": str(entry["local_path"]), "sha256": sums}, indent=2,
+                      sort_keys=True) + "\n"
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    write_text(path, text)
+    return path
+
+
 def fetch_dataset(name: str, entry: dict, root: str | os.PathLike | None = None,
-                  downloader: Downloader | None = None) -> dict[str, Path]:
+                  downloader: Downloader | None = None, registry: str | os.PathLike | None = None) -> dict[str, Path]:
     """Make every raw file of dataset ``name`` present and verified in ``<root>/<name>/``; return name -> path.
 
     Files already valid are kept (an interrupted fetch resumes with the missing files only). For an entry with a
-    ``local_path`` (a directory holding the files), the files are copied from there instead of downloaded, and
-    verified against the registry/lock sha256 when one is known.
+    ``local_path`` (a directory holding the files), the local file is the authority: it is checked with
+    :func:`check_local_file` and copied whenever the cached copy differs from it; the cache keeps its previous copy
+    when the check fails.
     """
     downloader = downloader or Downloader()
     reason = unavailable_reason(name, entry)
@@ -472,10 +580,9 @@ def fetch_dataset(name: str, entry: dict, root: str | os.PathLike | None = None,
     out: dict[str, Path] = {}
     for rf in files:
         if local:
-            src = Path(local) / rf.stored_name if Path(local).is_dir() else Path(local)
-            if not src.exists():
-                raise DownloadError(f"dataset {name!r}: local_path {local!r} holds no file {rf.stored_name!r}")
-            rf = RemoteFile(rf.name, [src.resolve().as_uri()], rf.sha256, rf.size, rf.archive, rf.member,
+            src, actual = check_local_file(name, entry, rf, downloader.lock, registry)
+            # the local file's sha256 is what the cached copy must have
+            rf = RemoteFile(rf.name, [src.resolve().as_uri()], actual, src.stat().st_size, rf.archive, rf.member,
                             rf.download_name, rf.alternative)
         out[rf.name] = downloader.fetch(name, rf, directory)
     return out
