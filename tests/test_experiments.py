@@ -1,8 +1,11 @@
 import pytest
 import yaml
 
+from forestbench.datasets.registry import is_available, load_registry, protocol_of
 from forestbench.errors import ConfigError
-from forestbench.experiments import Plan, expand_variants, load_plan
+from forestbench.experiments import Plan, expand_variants, load_config, load_plan
+from forestbench.plan import make_plan
+from forestbench.validation import load_yaml
 
 
 def _config(**experiment):
@@ -82,3 +85,44 @@ def test_planned_methods_are_skipped_and_reported(repo_root, monkeypatch):
     assert any("variant gb is skipped" in line for line in plan.describe())
     with pytest.raises(ConfigError, match="planned but not implemented yet"):
         methods.get_method("future_boosting")
+
+
+def _registry_with_every_dataset_supplied(repo_root, tmp_path) -> str:
+    """A copy of the registry in which every unavailable dataset has its files in a ``local_path`` directory, as a
+    user who obtained them would write it; returns its path."""
+    data = load_yaml(repo_root / "config" / "datasets.yaml")
+    supplied = tmp_path / "supplied"
+    supplied.mkdir()
+    for entry in data["datasets"].values():
+        if not is_available(entry):
+            entry["local_path"] = str(supplied)
+    path = tmp_path / "datasets.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/thesis.yaml"])
+def test_every_experiment_plans_with_every_dataset_supplied(repo_root, monkeypatch, tmp_path, configfile):
+    """Supplying an unavailable dataset with ``local_path`` must give a plan, not a missing-protocol error: every
+    experiment's protocol exists for every dataset it lists. Built through Plan (what the Snakefile builds its DAG
+    from) and make_plan (the jobs and their costs, which read each protocol's training rows)."""
+    monkeypatch.chdir(repo_root)
+    registry_path = _registry_with_every_dataset_supplied(repo_root, tmp_path)
+    config, source = load_config([configfile], {"datasets_registry": registry_path})
+    registry = load_registry(registry_path)
+    missing = []  # every (experiment, dataset) without its protocol, not just the first one Plan stops at
+    for name, cfg in config["experiments"].items():
+        for dataset in cfg["datasets"]:
+            try:
+                protocol_of(registry, dataset, cfg["protocol"], config.get("protocols"))
+            except ConfigError as exc:
+                missing.append(f"{name}: {exc}")
+    assert not missing, "\n".join(missing)
+    plan = Plan(config, source=source)
+    assert not plan.unavailable(), plan.unavailable()
+    for name, exp in plan.experiments.items():
+        assert exp.datasets == list(config["experiments"][name]["datasets"]), name
+        assert all(exp.repeats[d] >= 1 for d in exp.datasets), name
+    report = make_plan(plan, results=tmp_path / "results")
+    assert report.jobs["split"] == len({(d, exp.protocol) for exp in plan.experiments.values()
+                                        for d in exp.datasets if exp.jobs()})
