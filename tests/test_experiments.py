@@ -126,3 +126,79 @@ def test_every_experiment_plans_with_every_dataset_supplied(repo_root, monkeypat
     report = make_plan(plan, results=tmp_path / "results")
     assert report.jobs["split"] == len({(d, exp.protocol) for exp in plan.experiments.values()
                                         for d in exp.datasets if exp.jobs()})
+
+
+def test_select_experiments_typo_lists_the_known_experiments(repo_root, monkeypatch):
+    """Before: 'select.experiments names unknown experiment(s) ['demo_multilable']' and no list of known names."""
+    monkeypatch.chdir(repo_root)
+    cfg = _config()
+    cfg["experiments"]["demo_multilabel"] = cfg["experiments"]["e"]
+    cfg["select"] = {"experiments": ["demo_multilable"]}
+    with pytest.raises(ConfigError, match=r"my.yaml: select.experiments names unknown experiment\(s\) "
+                                          r"\['demo_multilable'\] \(did you mean 'demo_multilabel'\?\); "
+                                          r"known: e, demo_multilabel"):
+        Plan(cfg, source="my.yaml")
+
+
+def test_unknown_method_names_the_file_and_the_experiment(repo_root, monkeypatch):
+    """Before: "unknown method 'random_forrest' (known: ...)", with neither the configuration file nor the
+    experiment."""
+    monkeypatch.chdir(repo_root)
+    cfg = _config(methods=[{"name": "rf", "method": "random_forrest"}])
+    with pytest.raises(ConfigError, match=r"^my.yaml: experiment e, methods entry 'rf': unknown method "
+                                          r"'random_forrest'; did you mean 'random_forest'\? \(known: "):
+        Plan(cfg, source="my.yaml")
+    # other errors of an experiment name it once, after the file
+    with pytest.raises(ConfigError, match=r"^my.yaml: experiment e: dataset 'yeastt' is not in the registry"):
+        Plan(_config(datasets=["yeastt"]), source="my.yaml")
+
+
+PLUGIN = '''
+from sklearn.tree import DecisionTreeRegressor
+
+from forestbench.methods import register
+
+
+class ShallowTree(DecisionTreeRegressor):
+    """A plugin's estimator: scikit-learn's tree, under another name."""
+
+
+register("shallow_tree_plugin", "my_methods:ShallowTree", description="a tree from a plugin file")
+'''
+
+
+def test_plugin_given_as_a_file_path(repo_root, tmp_path, monkeypatch):
+    """Before: a plugin had to be a module on PYTHONPATH; 'plugins: [plugins/my_methods.py]' failed to import."""
+    import subprocess
+    import sys
+
+    from forestbench import methods
+
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "my_methods.py").write_text(PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(methods, "METHODS", dict(methods.METHODS))
+    cfg = _config(methods=[{"name": "t", "method": "shallow_tree_plugin", "params": {"max_depth": 3}}])
+    cfg["datasets_registry"] = str(repo_root / "config" / "datasets.yaml")
+    cfg["plugins"] = ["plugins/my_methods.py"]
+    try:
+        plan = Plan(cfg, source="my.yaml")
+        assert [v.method for v in plan.experiments["e"].variants] == ["shallow_tree_plugin"]
+        assert plan.run_spec(plan.jobs()[0])["plugins"] == ["plugins/my_methods.py"]
+        Plan(cfg, source="my.yaml")  # loading it again is harmless
+    finally:
+        sys.modules.pop("my_methods", None)
+    # a fit job is another process: it loads the plugin from the run specification, from the same directory
+    code = ("from forestbench.methods import load_plugins, build_estimator; load_plugins(['plugins/my_methods.py']);"
+            "print(type(build_estimator('shallow_tree_plugin', {'max_depth': 3}, 0)).__name__)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.stdout.strip() == "ShallowTree", proc.stderr
+
+    cfg["plugins"] = ["plugins/my_methodz.py"]
+    with pytest.raises(ConfigError, match=r"plugins: no file 'plugins/my_methodz.py' \(a relative path is read "
+                                          "from the working directory"):
+        Plan(cfg, source="my.yaml")
+    cfg["plugins"] = ["my_methods"]
+    with pytest.raises(ConfigError, match=r"no module 'my_methods' on the Python path; put the folder holding "
+                                          r"my_methods.py on PYTHONPATH, or name the file itself"):
+        Plan(cfg, source="my.yaml")

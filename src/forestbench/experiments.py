@@ -56,11 +56,22 @@ class Job:
     repeat: int
 
 
+def _did_you_mean(names, known) -> str:
+    import difflib
+
+    close = [c for n in names for c in difflib.get_close_matches(n, list(known), n=1)]
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+
+
 def expand_variants(experiment: str, methods: list[dict], metrics: list[str] | None = None) -> list[Variant]:
     variants: list[Variant] = []
     for entry in methods:
         if not is_planned(entry["method"]):
-            get_method(entry["method"])  # fail early on an unknown method
+            try:
+                get_method(entry["method"])  # fail early on an unknown method
+            except ConfigError as exc:
+                raise ConfigError(f"experiment {experiment}, methods entry {entry.get('name', entry['method'])!r}: "
+                                  f"{exc}") from None
         for name, params in expand_entry(experiment, entry):
             tune = None
             if entry.get("tune") is not None:
@@ -144,14 +155,21 @@ class Plan:
         select = config.get("select", {})
         self.experiments: dict[str, ExperimentPlan] = {}
         wanted = select.get("experiments")
+        if wanted:
+            missing = sorted(set(wanted) - set(config["experiments"]))
+            if missing:
+                raise ConfigError(f"{source}: select.experiments names unknown experiment(s) {missing}"
+                                  f"{_did_you_mean(missing, config['experiments'])}; known: "
+                                  f"{', '.join(config['experiments'])}")
         for name, cfg in config["experiments"].items():
             if wanted and name not in wanted:
                 continue
-            self.experiments[name] = self._expand(name, cfg, select)
-        if wanted:
-            missing = set(wanted) - set(config["experiments"])
-            if missing:
-                raise ConfigError(f"{source}: select.experiments names unknown experiment(s) {sorted(missing)}")
+            try:
+                self.experiments[name] = self._expand(name, cfg, select)
+            except ConfigError as exc:
+                # name the configuration file and the experiment, once
+                where = "" if str(exc).startswith(f"experiment {name}") else f"experiment {name}: "
+                raise ConfigError(f"{source}: {where}{exc}") from None
         self._check_selection(config, select, source)
         if check_params:
             self.check_parameters()

@@ -92,6 +92,8 @@ def validate(data: dict, schema: str, source: str, schema_dir: str | Path | None
                       f"{', '.join(sorted(err.schema.get('properties', {})))}"
         elif err.validator == "pattern" and err.schema.get("description"):
             message += f" (expected {err.schema['description']})"
+        elif err.validator == "required" and err.schema.get("description"):
+            message += f" ({err.schema['description']})"
         lines.append(f"{source}: {where}: {message}")
     more = f"\n... and {len(errors) - 10} more" if len(errors) > 10 else ""
     raise ConfigError("invalid configuration:\n" + "\n".join(lines) + more)

@@ -35,6 +35,10 @@ if _MAIN:
         print(f"forestbench: {_line}", file=sys.stderr)
 
 
+# Every rule's shell command ends with `> {log} 2>&1 || python -m forestbench.joblog {log} $?`: the output goes to the
+# job's log and, when the command fails, its error line is repeated on the console (forestbench.joblog).
+
+
 localrules:
     fetch,  # downloads run where the network is: on the login node under a cluster profile
     fetch_all,

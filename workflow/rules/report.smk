@@ -20,7 +20,7 @@ rule collect:
         records=all_records_of,
     shell:
         "python -m forestbench collect {wildcards.experiment} --records {params.records} --existing-only "
-        "--out {output.scores} --selection-out {output.selection} > {log} 2>&1"
+        "--out {output.scores} --selection-out {output.selection} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
 
 
 rule report_experiment:
@@ -42,7 +42,7 @@ rule report_experiment:
     shell:
         "python -m forestbench report experiment --scores {input.scores} --selection {input.selection} --experiment {wildcards.experiment} "
         "--experiments-json {params.experiments:q} --reference-dir config/reference --out {params.outdir} "
-        "> {log} 2>&1"
+        "> {log} 2>&1 || python -m forestbench.joblog {log} $?"
 
 
 rule report_index:
@@ -62,4 +62,4 @@ rule report_index:
         experiments=lambda wildcards: experiments_json(wildcards, all_experiments=True),
     shell:
         "python -m forestbench report index --experiments-json {params.experiments:q} --results results "
-        "--out results/report > {log} 2>&1"
+        "--out results/report > {log} 2>&1 || python -m forestbench.joblog {log} $?"

@@ -25,7 +25,7 @@ rule budget:
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "python -m forestbench budget --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
-        "--out {output} > {log} 2>&1"
+        "--out {output} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
 
 
 rule tune:
@@ -52,7 +52,7 @@ rule tune:
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "python -m forestbench tune --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
-        "--cache {params.cache} {params.budget} --out {output} > {log} 2>&1"
+        "--cache {params.cache} {params.budget} --out {output} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
 
 
 rule select:
@@ -70,4 +70,5 @@ rule select:
         mem_mb=light_mem_mb,
         runtime=light_runtime,
     shell:
-        "python -m forestbench select --spec {params.spec:q} --chunks {input} --out {output} > {log} 2>&1"
+        "python -m forestbench select --spec {params.spec:q} --chunks {input} --out {output} "
+        "> {log} 2>&1 || python -m forestbench.joblog {log} $?"

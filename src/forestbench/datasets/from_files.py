@@ -1,26 +1,38 @@
-"""Build a :class:`Dataset` from the downloaded raw files of a registry entry with ``source.kind: download``.
+"""Build a :class:`Dataset` from the raw files of a registry entry with ``source.kind: download`` (fetched from
+their URLs, or copied from the folder the entry's ``local_path`` names).
 
 The entry's ``source`` says how (schema: ``workflow/schemas/datasets.schema.yaml``):
 
 ``files``
-    the raw files (see :mod:`forestbench.datasets.download`), each with a ``format``.
+    the raw files (see :mod:`forestbench.datasets.download`), each with a ``format``: ``arff`` (the default),
+    ``csv``, ``tsv``, ``svmlight``, ``svmlight_multilabel``, ``xc`` (Extreme Classification repository svmlight with a
+    header line), ``xml`` (Mulan label names) or an archive format read by a builder.
 ``layout``
     how the files make up the rows: ``{type: train_test, train: [...], test: [...]}`` (rows = train files then test
     files; the given split is train vs test), ``{type: single, data: [...]}`` (no given split, unless
     ``given: {n_train, n_test}`` takes the first n_train rows as learning set and the last n_test as test set),
     ``{type: folds, folds: [...]}`` (rows = the concatenated fold files; fold k is the test set of given split k and
-    the other folds its learning set, as EUR-Lex's 10 published folds).
-``labels``
+    the other folds its learning set, as EUR-Lex's 10 published folds). Default: ``single`` on the first file.
+``reader``
+    options of the CSV/TSV and svmlight readers: ``header`` (the first CSV line names the columns; default false),
+    ``delimiter`` (default ``,``), ``id_column`` (a column of row ids, left out of the data; used to align a
+    ``labels: {from: table}`` file), ``n_features``, ``n_labels``, ``zero_based`` (``true``, ``false``, ``auto``),
+    ``max_width`` (svmlight).
+``labels`` (required unless a ``builder`` makes the whole dataset)
     where the outputs are: ``{from: xml, file}`` (Mulan XML label names), ``{from: meka}`` (``-C ±d`` of the relation),
-    ``{from: last, d}`` / ``{from: first, d}`` (Mulan MTR: the last d attributes), ``{from: hierarchical,
-    attribute}`` (Clus HMC class attribute converted to flat labels), ``{from: inline}`` (svmlight targets),
-    ``{from: table, file, transpose}`` (a separate matrix aligned on row ids).
+    ``{from: last, d}`` / ``{from: first, d}`` (the last / first d columns of a CSV or ARFF file, as Mulan's MTR
+    sets), ``{from: hierarchical, attribute}`` (Clus HMC class attribute converted to flat labels),
+    ``{from: inline}`` (svmlight targets), ``{from: table, file, transpose}`` (a separate matrix aligned on row ids).
 ``preprocess``
     a list of operations applied in order: ``drop_attributes`` (by name, e.g. genbase's protein id),
-    ``nominal_inputs`` (``ordinal`` codes, the default, or ``onehot`` for nominal inputs with more than two values),
-    ``impute`` (``median`` for numeric / ``most_frequent`` for nominal inputs, statistics of all rows, as the papers
-    did not say otherwise), ``drop_constant_inputs``, ``drop_constant_outputs``, ``drop_absent_labels`` (labels never
-    positive), ``vectorize_20news`` (see :func:`_newsgroups`).
+    ``nominal_inputs`` (``encoding: ordinal`` codes, the default, or ``onehot`` for nominal inputs with more than two
+    values), ``impute`` (``strategy: median``, the only one: the median of a numeric input, the most frequent code
+    of a nominal one, statistics of all rows, as the papers did not say otherwise), ``drop_constant_inputs``,
+    ``drop_constant_outputs``, ``drop_absent_labels`` (labels never positive).
+``builder``
+    a dataset built by its own code from its raw files instead of the above: ``newsgroups_bydate`` (20 newsgroups
+    token counts, see :func:`_newsgroups`) or ``rcv1_lyrl2004`` (RCV1-v2 with its ``vectors`` and ``topics`` files,
+    see :func:`_rcv1`).
 
 The shape check against the entry's ``shape`` is done by the caller (``prepare``).
 """

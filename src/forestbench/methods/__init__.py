@@ -1,7 +1,8 @@
 """The method registry: what the workflow needs to know about each method, without importing its estimator.
 
 A method is registered by one call, in a module of this package (every module here is imported when the registry
-is first used) or in a plugin module named by the configuration's ``plugins`` list::
+is first used) or in a plugin named by the configuration's ``plugins`` list (a module name, or the path of a
+Python file: :func:`load_plugins`)::
 
     register("gbmort", "forestbench.ensemble._boosting:GBMORTRegressor", cost=boosting_cost,
              description="multi-output gradient boosting, one shared tree per iteration")
@@ -27,9 +28,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from forestbench.errors import ConfigError
@@ -161,7 +164,11 @@ def get_method(name: str) -> MethodSpec:
     try:
         return METHODS[name]
     except KeyError:
+        import difflib
+
         hint = f"; it is planned but not implemented yet ({PLANNED[name]})" if name in PLANNED else ""
+        close = difflib.get_close_matches(str(name), list(METHODS), n=1)
+        hint += f"; did you mean {close[0]!r}?" if close and not hint else ""
         raise ConfigError(f"unknown method {name!r}{hint} (known: {', '.join(sorted(METHODS))})") from None
 
 
@@ -169,14 +176,53 @@ def build_estimator(name: str, params: dict, seed: int | None):
     return get_method(name).build(params, seed)
 
 
-def load_plugins(modules) -> None:
-    """Import the plugin modules a configuration names (each registers its methods when imported)."""
-    for module in modules or ():
+def load_plugins(plugins) -> None:
+    """Import the plugins a configuration names (each registers its methods when imported): a module name
+    (``my_methods``, found on ``sys.path``/``PYTHONPATH``) or the path of a Python file (``plugins/my_methods.py``;
+    a relative path is read from the working directory, where Snakemake runs and ``datasets_registry`` is read).
+    A file is imported as the module named by its stem, so its estimators are named ``"my_methods:MyForest"``."""
+    for plugin in plugins or ():
+        if plugin.endswith(".py") or "/" in plugin or os.sep in plugin:
+            _load_plugin_file(plugin)
+            continue
         try:
-            importlib.import_module(module)
+            importlib.import_module(plugin)
         except ImportError as exc:
-            raise ConfigError(f"plugins: cannot import method module {module!r} ({exc}); is it on PYTHONPATH?") \
-                from None
+            if exc.name and plugin.split(".")[0] == exc.name.split(".")[0]:
+                raise ConfigError(f"plugins: no module {plugin!r} on the Python path; put the folder holding "
+                                  f"{plugin.replace('.', '/')}.py on PYTHONPATH, or name the file itself, e.g. "
+                                  f"plugins: [path/to/{plugin.split('.')[-1]}.py]") from None
+            raise ConfigError(f"plugins: cannot import method module {plugin!r} ({exc})") from None
+
+
+def _load_plugin_file(path: str) -> None:
+    import importlib.util
+
+    file = Path(path)
+    if not file.is_file():
+        where = "" if file.is_absolute() else f" (a relative path is read from the working directory {Path.cwd()})"
+        raise ConfigError(f"plugins: no file {path!r}{where}")
+    name = file.stem
+    if not name.isidentifier():
+        raise ConfigError(f"plugins: {path!r} is imported as module {name!r}, which is not a Python identifier; "
+                          "rename the file")
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        if getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve() == file.resolve():
+            return  # already imported (a second Plan in the same process)
+        raise ConfigError(f"plugins: {path!r} would be imported as module {name!r}, which is already "
+                          f"{getattr(loaded, '__file__', None) or 'a built-in module'}; rename the file")
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except ImportError as exc:
+        del sys.modules[name]
+        raise ConfigError(f"plugins: cannot import {path!r} ({exc})") from None
+    except BaseException:
+        del sys.modules[name]
+        raise
 
 
 def _discover() -> None:
