@@ -21,6 +21,7 @@ its scores and its provenance (package versions, commit, host): that, and ``expe
   ``snakemake`` fits only what the archive lacks; a record whose specification differs from what the current
   configuration would run is not restored (it is refitted);
 * ``archive report`` rebuilds every archived experiment's tables and report, and the index, from the archive alone;
+* ``archive import`` keeps a scores table whose run records are gone (reports are rebuilt from it);
 * ``archive readme`` writes the reproduction summary table of ``README.md`` from the archive.
 """
 from __future__ import annotations
@@ -360,6 +361,77 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
     return outcome, stale
 
 
+# ------------------------------------------------------------------------------------------------------ import
+def _same_value(cell, value) -> bool:
+    """A scores-table cell (as pandas reads it) against a configured parameter value (as collect writes it)."""
+    if isinstance(value, (list, dict)):
+        value = json.dumps(value)
+    if isinstance(value, bool) or isinstance(cell, bool):
+        return str(cell).lower() == str(value).lower()
+    try:
+        return float(cell) == float(value)
+    except (TypeError, ValueError):
+        return str(cell) == str(value)
+
+
+def import_scores(scores_csv: Path, archive: Path, plan, experiment: str, note: str = "") -> Path:
+    """Keep a scores table whose run records are gone (``archive/<E>/imported/scores.csv``, its exact bytes).
+
+    Reports and the README table read only the scores table, so they are rebuilt faithfully from it; restore has
+    no records to put back, so a rerun fits those runs again. The table is checked against the configuration: each
+    (dataset, variant, repeat) must be a job of ``experiment`` with the seed and fixed parameters the configuration
+    gives it now."""
+    import pandas as pd
+
+    from forestbench.collect import COLUMNS
+
+    scores_csv, archive = Path(scores_csv), Path(archive)
+    if experiment not in plan.experiments:
+        raise ConfigError(f"{plan.source} has no experiment {experiment!r}")
+    try:
+        frame = pd.read_csv(scores_csv)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{scores_csv}: unreadable scores table ({exc})") from None
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"{scores_csv}: not a scores table of forestbench collect (lacks {', '.join(missing)})")
+    if frame.empty or not (frame["experiment"] == experiment).all():
+        raise DataError(f"{scores_csv}: holds no rows, or rows of another experiment than {experiment}")
+    for (dataset, variant, repeat), rows in frame.groupby(["dataset", "variant", "repeat"]):
+        spec = _job_spec(plan, experiment, str(dataset), str(variant), int(repeat))
+        where = f"{scores_csv}: {dataset}/{variant} repeat {repeat}"
+        if spec is None:
+            raise DataError(f"{where}: not a job of {experiment} in {plan.source}")
+        if set(rows["seed"]) != {spec["seed"]}:
+            raise DataError(f"{where}: seed {sorted(set(rows['seed']))} is not the configuration's {spec['seed']}")
+        for key, value in spec["params"].items():
+            column = f"param.{key}"
+            got = list(rows[column]) if column in rows else ["(absent)"]
+            if not all(_same_value(g, value) for g in got):
+                raise DataError(f"{where}: {column} is {sorted(set(map(str, got)))}, the configuration gives "
+                                f"{value!r}")
+    folder = archive / experiment / IMPORTED
+    snap_path = archive / experiment / SNAPSHOT
+    snap = _snapshot_text(snapshot(plan, experiment))
+    if snap_path.exists() and snap_path.read_text(encoding="utf-8") != snap:
+        raise ConfigError(f"{snap_path}: {experiment} was archived under another configuration than {plan.source}")
+    if not snap_path.exists():
+        write_text(snap_path, snap)
+    data = scores_csv.read_bytes()
+    _write_bytes(folder / "scores.csv", data)
+    import hashlib
+
+    n_runs = frame[["dataset", "variant", "repeat"]].drop_duplicates().shape[0]
+    write_text(folder / "SOURCE.md",
+               f"# Imported scores table of `{experiment}`\n\n"
+               f"`scores.csv` is `{scores_csv.as_posix()}` (sha256 {hashlib.sha256(data).hexdigest()}), as "
+               f"`forestbench collect` wrote it: {len(frame)} rows, {n_runs} runs. Its run records were not kept, "
+               "so `archive restore` has nothing to put back for them and a rerun fits them again; the "
+               "selection table (validation scores of every candidate) is not part of it."
+               + (f"\n\n{note.strip()}\n" if note.strip() else "\n"))
+    return folder / "scores.csv"
+
+
 # ------------------------------------------------------------------------------------------------------ tables
 def collected(archive: Path, experiment: str, workdir: Path):
     """The experiment's scores and selection tables from its archived records (``forestbench.collect``, on the
@@ -612,6 +684,12 @@ def _readme(args) -> int:
     return 0
 
 
+def _import(args) -> int:
+    path = import_scores(args.scores, args.archive, _plan(args.configfile), args.experiment, args.note or "")
+    print(f"archive import: {args.scores} -> {path}")
+    return 0
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser("archive", help="keep finished results in the repository's archive/, put them "
                                                    "back, rebuild reports from them")
@@ -647,6 +725,15 @@ def register(subparsers) -> None:
     p.add_argument("--reference-dir", type=Path, default=Path("config/reference"))
     p.add_argument("--out", type=Path, default=Path("results"), help="results root to write (default: results)")
     p.set_defaults(func=_report)
+
+    p = sub.add_parser("import", help="keep a scores table whose run records are gone (reports are rebuilt from "
+                                      "it; a rerun fits its runs again)")
+    p.add_argument("--archive", type=Path, default=ARCHIVE, help="the archive folder (default: archive)")
+    p.add_argument("--configfile", type=Path, default=Path("config/thesis.yaml"))
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--scores", type=Path, required=True, help="a scores.csv written by forestbench collect")
+    p.add_argument("--note", default=None, help="a sentence on where the table comes from (kept in SOURCE.md)")
+    p.set_defaults(func=_import)
 
     p = sub.add_parser("readme", help="write (or --check) the reproduction table of README.md from the archive")
     p.add_argument("--archive", type=Path, default=ARCHIVE, help="the archive folder (default: archive)")
