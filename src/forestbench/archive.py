@@ -211,10 +211,11 @@ class Outcome:
     unchanged: int = 0
     kept: list[str] = field(default_factory=list)       # present with other content, left as it is
     refused: list[str] = field(default_factory=list)    # messages
+    skipped: list[str] = field(default_factory=list)    # experiments the configuration does not have
 
     def line(self, verb: str) -> str:
         return (f"{len(self.written)} file(s) {verb}, {self.unchanged} already there, {len(self.kept)} kept "
-                f"(different content present), {len(self.refused)} refused")
+                "(different content present)" + (f", {len(self.refused)} refused" if verb == "archived" else ""))
 
 
 def _results_files(results: Path, experiment: str) -> list[tuple[str, str]]:
@@ -251,6 +252,8 @@ def add(results: Path, archive: Path, plan, experiments: list[str] | None = None
     if unknown:
         raise ConfigError(f"{plan.source} has no experiment(s) {', '.join(unknown)}")
     outcome = Outcome()
+    if not experiments:
+        outcome.skipped = [e for e in results_experiments(results) if e not in plan.experiments]
     for experiment in names:
         files = _results_files(results, experiment)
         if not files:
@@ -303,6 +306,8 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
     if unknown:
         raise ConfigError(f"{plan.source} has no experiment(s) {', '.join(unknown)}")
     outcome, stale = Outcome(), []
+    if not experiments:
+        outcome.skipped = [e for e in archived_experiments(archive) if e not in plan.experiments]
     chosen: list[tuple[str, str, bytes, int]] = []        # (experiment, results-relative path, bytes, order)
     inputs: set[Path] = set()
     for experiment in names:
@@ -640,6 +645,8 @@ def _experiments_cfg(configfile: Path) -> dict:
 def _add(args) -> int:
     outcome = add(args.results, args.archive, _plan(args.configfile), args.experiments, replace=args.replace)
     print(f"archive add: {outcome.line('archived')} -> {args.archive}")
+    if outcome.skipped:
+        print(f"  not archived, not experiments of {args.configfile}: {', '.join(outcome.skipped)}")
     for path in outcome.kept:
         print(f"  kept the archived {path} (results/ holds another version; --replace to archive that one)")
     for message in outcome.refused:
@@ -651,8 +658,15 @@ def _restore(args) -> int:
     outcome, stale = restore(args.archive, args.results, _plan(args.configfile), args.experiments, data=args.data,
                              allow_missing_data=args.allow_missing_data)
     print(f"archive restore: {outcome.line('restored')} -> {args.results}")
+    if outcome.skipped:
+        print(f"  not restored, not experiments of {args.configfile}: {', '.join(outcome.skipped)}")
     for path in outcome.kept:
         print(f"  kept {path} (it differs from the archived one)")
+    imported = [e for e in (args.experiments or archived_experiments(args.archive))
+                if (args.archive / e / IMPORTED).is_dir()]
+    if imported:
+        print(f"  {', '.join(imported)}: an imported scores table has no run records to restore (a rerun fits "
+              "those runs)")
     if stale:
         print(f"  {len(stale)} archived record(s) not restored: {args.configfile} now runs them differently (they "
               f"will be refitted), e.g. {stale[0]}")
