@@ -167,6 +167,17 @@ def test_restore_leaves_out_records_the_configuration_now_runs_differently(setup
     assert not files["record-rf-0"].exists() and files["record-st-0"].exists() and files["selected-1"].exists()
 
 
+def test_restore_names_records_whose_tuning_files_are_not_archived(setup):
+    tmp, configfile, plan, results, files = setup
+    (results / "tuning/tiny/linnerud/st/repeat-1/chunk-1.json").unlink()
+    archive.add(results, tmp / "archive", plan)
+    shutil.rmtree(results)
+    fake_data(tmp)
+    out, _ = archive.restore(tmp / "archive", results, plan, data=tmp / "data")
+    assert out.incomplete == ["results/runs/tiny/linnerud/st/repeat-1.json "
+                              "(lacks tuning/tiny/linnerud/st/repeat-1/chunk-1.json)"]
+
+
 def test_restore_refuses_before_the_data_is_prepared(setup):
     tmp, configfile, plan, results, files = setup
     archive.add(results, tmp / "archive", plan)

@@ -212,6 +212,7 @@ class Outcome:
     kept: list[str] = field(default_factory=list)       # present with other content, left as it is
     refused: list[str] = field(default_factory=list)    # messages
     skipped: list[str] = field(default_factory=list)    # experiments the configuration does not have
+    incomplete: list[str] = field(default_factory=list)  # restored records whose tuning inputs are missing
 
     def line(self, verb: str) -> str:
         return (f"{len(self.written)} file(s) {verb}, {self.unchanged} already there, {len(self.kept)} kept "
@@ -295,6 +296,32 @@ def _data_inputs(plan, experiment: str, dataset: str, data: Path) -> list[Path]:
     return [data / prepared, data / split, data / split.with_suffix(".json")]
 
 
+def _missing_tuning_inputs(plan, results: Path, chosen) -> list[str]:
+    """Restored records of tuned variants whose selection, chunks or budget file will be neither restored nor
+    present: Snakemake would recompute those and then refit the record."""
+    from forestbench.experiments import Job
+
+    restored = {rel for _, rel, _, _ in chosen}
+    out = []
+    for experiment, rel, _, order in chosen:
+        if order != KINDS["record"][1]:
+            continue
+        _, _, dataset, variant_name, name = rel.split("/")
+        job = Job(experiment, dataset, variant_name, int(name.removeprefix("repeat-").removesuffix(".json")))
+        variant = plan.experiments[experiment].variant(variant_name)
+        needed = []
+        if variant.tuned_in_dag:
+            needed += [plan.selected_path(job), *plan.chunk_paths(job)]
+        if variant.tune and variant.tune.get("budget"):
+            needed.append(plan.budget_path(experiment, dataset, variant_name))
+        lacking = [p for p in (n.removeprefix("results/") for n in needed)
+                   if p not in restored and not (results / p).exists()]
+        if lacking:
+            out.append(f"results/{rel} (lacks {lacking[0]}" + (f" and {len(lacking) - 1} more" if len(lacking) > 1
+                                                                else "") + ")")
+    return out
+
+
 def restore(archive: Path, results: Path, plan, experiments: list[str] | None = None, data: Path = Path("data"),
             allow_missing_data: bool = False) -> tuple[Outcome, list[str]]:
     """Put the archived files of ``experiments`` (default: every archived experiment the configuration has) back
@@ -342,6 +369,7 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
                     else (dataset, variant) in variants_current)
                 if keep:
                     chosen.append((experiment, rel, raw, KINDS[kind][1]))
+    outcome.incomplete = _missing_tuning_inputs(plan, results, chosen)
     missing = sorted(str(p) for p in inputs if not p.exists())
     if missing and not allow_missing_data:
         raise DataError(
@@ -667,6 +695,9 @@ def _restore(args) -> int:
     if imported:
         print(f"  {', '.join(imported)}: an imported scores table has no run records to restore (a rerun fits "
               "those runs)")
+    if outcome.incomplete:
+        print(f"  {len(outcome.incomplete)} restored record(s) lack archived tuning files, so Snakemake will tune "
+              f"and refit them: {'; '.join(outcome.incomplete[:3])}")
     if stale:
         print(f"  {len(stale)} archived record(s) not restored: {args.configfile} now runs them differently (they "
               f"will be refitted), e.g. {stale[0]}")
