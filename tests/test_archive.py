@@ -66,7 +66,10 @@ def fake_results(results: Path, plan: Plan, score=0.5) -> dict[str, Path]:
             write_json(tune / "selected.json", {"params": {"learning_rate": 0.1}, "score": 0.3, "selection": {}})
             files[f"selected-{job.repeat}"] = tune / "selected.json"
             files[f"chunk-{job.repeat}"] = tune / "chunk-0.json"
-    write_json(results / "tuning/tiny/linnerud/st/candidates/abc.json", {"params": {}, "score": 0.3})
+    # one candidate of a chunk that did not finish, one that a finished chunk file holds too
+    write_json(results / "tuning/tiny/linnerud/st/candidates/abc.json", {"params": {"learning_rate": 0.5},
+                                                                          "score": 0.25})
+    write_json(results / "tuning/tiny/linnerud/st/candidates/def.json", {"params": {}, "score": 0.3})
     return files
 
 
@@ -82,7 +85,8 @@ def setup(tmp_path):
 def test_add_archives_exact_bytes_and_is_idempotent(setup):
     tmp, configfile, plan, results, files = setup
     out = archive.add(results, tmp / "archive", plan)
-    assert len(out.written) == 4 + 2 * 3 + 1 and not out.refused
+    assert len(out.written) == 4 + 2 * 3 + 1 and not out.refused and out.covered == 1
+    assert [p.name for p in (tmp / "archive").rglob("candidates/*")] == ["abc.json.gz"]
     record = tmp / "archive/tiny/runs/linnerud/rf/repeat-0.json.gz"
     assert gzip.decompress(record.read_bytes()) == files["record-rf-0"].read_bytes()
     assert json.loads((tmp / "archive/tiny/experiment.json").read_text())["configuration"]["protocol"] == "demo"

@@ -6,8 +6,8 @@ produced, never the prepared data::
 
     archive/<experiment>/experiment.json                       the configuration the files were produced under
     archive/<experiment>/runs/<dataset>/<variant>/repeat-<r>.json.gz
-    archive/<experiment>/tuning/<dataset>/<variant>/budget.json.gz, candidates/<key>.json.gz,
-                                 repeat-<r>/chunk-<c>.json.gz, repeat-<r>/selected.json.gz
+    archive/<experiment>/tuning/<dataset>/<variant>/budget.json.gz, candidates/<key>.json.gz (only those no
+                                 finished chunk holds), repeat-<r>/chunk-<c>.json.gz, repeat-<r>/selected.json.gz
     archive/<experiment>/imported/scores.csv, SOURCE.md        a scores table kept without its run records
 
 Every archived file is the exact bytes of its ``results/`` counterpart, gzip-compressed without a time stamp (the
@@ -211,12 +211,14 @@ class Outcome:
     unchanged: int = 0
     kept: list[str] = field(default_factory=list)       # present with other content, left as it is
     refused: list[str] = field(default_factory=list)    # messages
+    covered: int = 0                                    # candidates a finished chunk file already holds
     skipped: list[str] = field(default_factory=list)    # experiments the configuration does not have
     incomplete: list[str] = field(default_factory=list)  # restored records whose tuning inputs are missing
 
     def line(self, verb: str) -> str:
         return (f"{len(self.written)} file(s) {verb}, {self.unchanged} already there, {len(self.kept)} kept "
-                "(different content present)" + (f", {len(self.refused)} refused" if verb == "archived" else ""))
+                "(different content present)" + (f", {self.covered} tuning candidate(s) left to their chunk "
+                                                 f"files, {len(self.refused)} refused" if verb == "archived" else ""))
 
 
 def _results_files(results: Path, experiment: str) -> list[tuple[str, str]]:
@@ -244,6 +246,27 @@ def _snapshot_text(snap: dict) -> str:
     return json.dumps(snap, indent=2, sort_keys=True) + "\n"
 
 
+def _canonical(doc) -> str:
+    return json.dumps(doc, sort_keys=True)
+
+
+def _chunk_results(results: Path, files: list[tuple[str, str]]) -> dict[tuple[str, str], set[str]]:
+    """The candidate results held by the finished chunk files, per (dataset, variant). The candidate store of a
+    variant repeats them one file each; it matters only for the candidates of a chunk that did not finish (the
+    finished chunk files are archived and restored), so only those are archived."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for kind, rel in files:
+        if kind != "chunk":
+            continue
+        try:
+            doc = json.loads((results / rel).read_bytes())
+            found = {_canonical(r) for r in doc["results"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue                                     # refused with its reason by _check_file
+        out.setdefault(tuple(rel.split("/")[2:4]), set()).update(found)
+    return out
+
+
 def add(results: Path, archive: Path, plan, experiments: list[str] | None = None, replace: bool = False) -> Outcome:
     """Copy every finished file of ``experiments`` (default: every experiment of the configuration with files under
     ``results``) into ``archive``; see the module docstring."""
@@ -268,12 +291,16 @@ def add(results: Path, archive: Path, plan, experiments: list[str] | None = None
                 f"or remove {archive / experiment} to archive the new one")
         if not snap_path.exists():
             write_text(snap_path, snap)
+        in_chunks = _chunk_results(results, files)
         for kind, rel in files:
             data = (results / rel).read_bytes()
             try:
                 _check_file(kind, rel, data, plan, experiment)
             except DataError as exc:
                 outcome.refused.append(str(exc))
+                continue
+            if kind == "candidate" and _canonical(json.loads(data)) in in_chunks.get(tuple(rel.split("/")[2:4]), ()):
+                outcome.covered += 1
                 continue
             target = archive / _archived_name(rel)
             if target.exists():
