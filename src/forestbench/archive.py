@@ -396,6 +396,8 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
                     else (dataset, variant) in variants_current)
                 if keep:
                     chosen.append((experiment, rel, raw, KINDS[kind][1]))
+                    if kind != "candidate":              # budget and tune jobs read the prepared data too
+                        inputs.update(_data_inputs(plan, experiment, dataset, data))
     outcome.incomplete = _missing_tuning_inputs(plan, results, chosen)
     missing = sorted(str(p) for p in inputs if not p.exists())
     if missing and not allow_missing_data:
