@@ -16,6 +16,7 @@ COMMAND_MODULES: list[str] = [
     "forestbench.pipeline",
     "forestbench.report.cli",
     "forestbench.plan",
+    "forestbench.archive",
 ]
 
 

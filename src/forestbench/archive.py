@@ -1,0 +1,820 @@
+"""``forestbench archive``: finished results kept in the repository, so that they outlive the machine that computed
+them.
+
+The archive (``archive/`` at the top of the repository) holds, per experiment, what the fits and the tuning jobs
+produced, never the prepared data::
+
+    archive/<experiment>/experiment.json                       the configuration the files were produced under
+    archive/<experiment>/runs/<dataset>/<variant>/repeat-<r>.json.gz
+    archive/<experiment>/tuning/<dataset>/<variant>/budget.json.gz, candidates/<key>.json.gz (only those no
+                                 finished chunk holds), repeat-<r>/chunk-<c>.json.gz, repeat-<r>/selected.json.gz
+    archive/<experiment>/imported/scores.csv, SOURCE.md        a scores table kept without its run records
+
+Every archived file is the exact bytes of its ``results/`` counterpart, gzip-compressed without a time stamp (the
+same file always gives the same archive file, so adding twice changes nothing and two machines adding the same
+part agree). A run record carries its resolved run specification (``spec``: parameters, seed, protocol, tuning),
+its scores and its provenance (package versions, commit, host): that, and ``experiment.json``, say what produced it.
+
+* ``archive add`` copies every finished, valid run record and tuning file of ``results/`` into the archive;
+* ``archive restore`` puts them back under ``results/``, with modification times ordered as the workflow made them
+  (budget and candidates, chunks, selection, record) and newer than the prepared data, so that the next
+  ``snakemake`` fits only what the archive lacks; a record whose specification differs from what the current
+  configuration would run is not restored (it is refitted);
+* ``archive report`` rebuilds every archived experiment's tables and report, and the index, from the archive alone;
+* ``archive import`` keeps a scores table whose run records are gone (reports are rebuilt from it);
+* ``archive readme`` writes the reproduction summary table of ``README.md`` from the archive.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from forestbench._io import atomic_path, write_text
+from forestbench.errors import ConfigError, DataError
+
+ARCHIVE = Path("archive")
+SNAPSHOT = "experiment.json"
+IMPORTED = "imported"
+TABLE_START = "<!-- archive-table:start -->"
+TABLE_END = "<!-- archive-table:end -->"
+# experiment keys that change how results are shown, not which results are produced (max_repeats only says how many
+# of the protocol's splits run; every record names its own repeat)
+PRESENTATION_KEYS = ("description", "source", "reports", "reference", "max_repeats")
+
+# the files of one experiment's results, as (kind, glob under results/) and their modification-time order on restore
+KINDS = {
+    "record": ("runs/{e}/*/*/repeat-*.json", 3),
+    "budget": ("tuning/{e}/*/*/budget.json", 0),
+    "candidate": ("tuning/{e}/*/*/candidates/*.json", 0),
+    "chunk": ("tuning/{e}/*/*/repeat-*/chunk-*.json", 1),
+    "selected": ("tuning/{e}/*/*/repeat-*/selected.json", 2),
+}
+
+
+# ---------------------------------------------------------------------------------------------------- file level
+def _compress(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def read_archived(path: Path) -> bytes:
+    """The original bytes of an archived file."""
+    try:
+        return gzip.decompress(Path(path).read_bytes())
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise DataError(f"archived file {path} is unreadable ({exc}); restore it with git (git checkout -- {path})") \
+            from None
+
+
+def _archived_name(rel: str) -> str:
+    """``runs/<E>/d/v/repeat-0.json`` -> ``<E>/runs/d/v/repeat-0.json.gz`` (and tuning/<E>/... alike)."""
+    top, experiment, rest = rel.split("/", 2)
+    return f"{experiment}/{top}/{rest}.gz"
+
+
+def _results_name(archived_rel: str) -> str:
+    experiment, top, rest = archived_rel.split("/", 2)
+    return f"{top}/{experiment}/{rest.removesuffix('.gz')}"
+
+
+def _kind_of(rel: str) -> str:
+    """The kind of a path relative to results/ (``runs/...`` or ``tuning/...``)."""
+    name = rel.rsplit("/", 1)[-1]
+    if rel.startswith("runs/"):
+        return "record"
+    if "/candidates/" in rel:
+        return "candidate"
+    if name == "budget.json":
+        return "budget"
+    if name == "selected.json":
+        return "selected"
+    return "chunk"
+
+
+def _load_json(data: bytes, where: str) -> dict:
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise DataError(f"{where}: not a JSON object")
+    return doc
+
+
+def _normal(obj):
+    """``obj`` as it reads back from JSON (tuples become lists, keys strings): how a spec reaches the fit job."""
+    return json.loads(json.dumps(obj, sort_keys=True))
+
+
+def _spec_difference(recorded: dict, current: dict) -> list[str]:
+    recorded, current = _normal(recorded), _normal(current)
+    return sorted(k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k))
+
+
+# ------------------------------------------------------------------------------------------- configuration side
+def _plan(configfile: Path):
+    from forestbench.experiments import Plan, load_config
+
+    config, source = load_config([configfile])
+    return Plan(config, source=source, check_params=False)
+
+
+def snapshot(plan, experiment: str) -> dict:
+    """What determines the results of ``experiment``: its run-defining configuration (methods, datasets, protocol,
+    metrics, seed, threads, plugins) and, per dataset, the registry entry part that determines the prepared data
+    and the split protocol. Descriptions, reports and reference entries are left out: editing them changes no
+    result."""
+    from forestbench.datasets.registry import get_entry, prepare_entry
+
+    cfg = plan.config["experiments"][experiment]
+    exp = plan.experiments[experiment]
+    datasets = {}
+    for dataset in cfg.get("datasets", []):
+        if dataset in plan.registry:
+            datasets[dataset] = {"entry": prepare_entry(get_entry(plan.registry, dataset)),
+                                 "protocol": plan.protocol_spec(dataset, cfg["protocol"])}
+    return _normal({"experiment": experiment,
+                    "configuration": {k: v for k, v in cfg.items() if k not in PRESENTATION_KEYS},
+                    "seed": exp.seed, "threads": exp.threads, "plugins": list(plan.config.get("plugins") or []),
+                    "datasets": datasets})
+
+
+def _job_spec(plan, experiment: str, dataset: str, variant: str, repeat: int) -> dict | None:
+    """The run specification the configuration gives this job, or None when it has no such job."""
+    from forestbench.experiments import Job
+
+    exp = plan.experiments[experiment]
+    if dataset not in plan.config["experiments"][experiment].get("datasets", []) or dataset not in plan.registry:
+        return None
+    if variant not in {v.name for v in exp.variants}:
+        return None
+    return plan.run_spec(Job(experiment, dataset, variant, repeat))
+
+
+def _check_file(kind: str, rel: str, data: bytes, plan, experiment: str) -> None:
+    """Refuse (DataError naming the file and the problem) a file that is not a finished product of its job."""
+    where = f"results/{rel}"
+    doc = _load_json(data, where)
+    parts = rel.split("/")
+    if kind == "record":
+        from forestbench.collect import REQUIRED_KEYS, record_rows
+
+        _, _, dataset, variant, name = parts
+        missing = [k for k in (*REQUIRED_KEYS, "spec", "provenance", "schema_version") if k not in doc]
+        if missing:
+            raise DataError(f"{where}: run record lacks {', '.join(missing)} (an unfinished or foreign file)")
+        repeat = int(name.removeprefix("repeat-").removesuffix(".json"))
+        if (doc["experiment"], doc["dataset"], doc["variant"], doc["repeat"]) != (experiment, dataset, variant,
+                                                                                  repeat):
+            raise DataError(f"{where}: the record is of {doc['experiment']}/{doc['dataset']}/{doc['variant']} "
+                            f"repeat {doc['repeat']}, not of its path")
+        try:
+            record_rows(doc)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise DataError(f"{where}: malformed run record ({type(exc).__name__}: {exc})") from None
+        current = _job_spec(plan, experiment, dataset, variant, repeat)
+        if current is None:
+            raise DataError(f"{where}: {plan.source} has no job {experiment}/{dataset}/{variant}")
+        diff = _spec_difference(doc["spec"], current)
+        if diff:
+            raise DataError(f"{where}: produced by another configuration than {plan.source} (its spec differs in "
+                            f"{', '.join(diff)}); archive it with the configuration it was run with")
+    elif kind == "chunk":
+        if not isinstance(doc.get("results"), list) or f"chunk-{doc.get('chunk')}.json" != parts[-1]:
+            raise DataError(f"{where}: not a finished tuning chunk (no results list, or another chunk number)")
+    elif kind == "selected":
+        if not {"params", "score", "selection"} <= set(doc):
+            raise DataError(f"{where}: not a finished selection (needs params, score, selection)")
+    elif kind == "budget":
+        if not isinstance(doc.get("caps"), dict):
+            raise DataError(f"{where}: not a finished budget (no caps)")
+    elif not {"params", "score"} <= set(doc):
+        raise DataError(f"{where}: not a finished candidate (needs params, score)")
+
+
+# --------------------------------------------------------------------------------------------------------- add
+@dataclass
+class Outcome:
+    written: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    kept: list[str] = field(default_factory=list)       # present with other content, left as it is
+    refused: list[str] = field(default_factory=list)    # messages
+    covered: int = 0                                    # candidates a finished chunk file already holds
+    skipped: list[str] = field(default_factory=list)    # experiments the configuration does not have
+    incomplete: list[str] = field(default_factory=list)  # restored records whose tuning inputs are missing
+
+    def line(self, verb: str) -> str:
+        return (f"{len(self.written)} file(s) {verb}, {self.unchanged} already there, {len(self.kept)} kept "
+                "(different content present)" + (f", {self.covered} tuning candidate(s) left to their chunk "
+                                                 f"files, {len(self.refused)} refused" if verb == "archived" else ""))
+
+
+def _results_files(results: Path, experiment: str) -> list[tuple[str, str]]:
+    """(kind, path relative to results/) of every file of ``experiment`` under ``results``; temporary files (their
+    names start with a dot) never match."""
+    out = []
+    for kind, (pattern, _) in KINDS.items():
+        for path in sorted(results.glob(pattern.format(e=experiment))):
+            if path.is_file() and not path.name.startswith("."):
+                out.append((kind, path.relative_to(results).as_posix()))
+    return out
+
+
+def results_experiments(results: Path) -> list[str]:
+    names = {p.name for top in ("runs", "tuning") for p in (results / top).glob("*") if p.is_dir()}
+    return sorted(names)
+
+
+def archived_experiments(archive: Path) -> list[str]:
+    return sorted(p.name for p in Path(archive).glob("*")
+                  if p.is_dir() and ((p / "runs").is_dir() or (p / "tuning").is_dir() or (p / IMPORTED).is_dir()))
+
+
+def _snapshot_text(snap: dict) -> str:
+    return json.dumps(snap, indent=2, sort_keys=True) + "\n"
+
+
+def _canonical(doc) -> str:
+    return json.dumps(doc, sort_keys=True)
+
+
+def _chunk_results(results: Path, files: list[tuple[str, str]]) -> dict[tuple[str, str], set[str]]:
+    """The candidate results held by the finished chunk files, per (dataset, variant). The candidate store of a
+    variant repeats them one file each; it matters only for the candidates of a chunk that did not finish (the
+    finished chunk files are archived and restored), so only those are archived."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for kind, rel in files:
+        if kind != "chunk":
+            continue
+        try:
+            doc = json.loads((results / rel).read_bytes())
+            found = {_canonical(r) for r in doc["results"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue                                     # refused with its reason by _check_file
+        out.setdefault(tuple(rel.split("/")[2:4]), set()).update(found)
+    return out
+
+
+def add(results: Path, archive: Path, plan, experiments: list[str] | None = None, replace: bool = False) -> Outcome:
+    """Copy every finished file of ``experiments`` (default: every experiment of the configuration with files under
+    ``results``) into ``archive``; see the module docstring."""
+    results, archive = Path(results), Path(archive)
+    names = experiments or [e for e in results_experiments(results) if e in plan.experiments]
+    unknown = [e for e in names if e not in plan.experiments]
+    if unknown:
+        raise ConfigError(f"{plan.source} has no experiment(s) {', '.join(unknown)}")
+    outcome = Outcome()
+    if not experiments:
+        outcome.skipped = [e for e in results_experiments(results) if e not in plan.experiments]
+    for experiment in names:
+        files = _results_files(results, experiment)
+        if not files:
+            continue
+        snap_path = archive / experiment / SNAPSHOT
+        snap = _snapshot_text(snapshot(plan, experiment))
+        if snap_path.exists() and snap_path.read_text(encoding="utf-8") != snap:
+            raise ConfigError(
+                f"{snap_path}: {experiment} was archived under another configuration than {plan.source} (methods, "
+                f"datasets, protocol, seed or dataset entry differ); archive with the configuration it was run with, "
+                f"or remove {archive / experiment} to archive the new one")
+        if not snap_path.exists():
+            write_text(snap_path, snap)
+        in_chunks = _chunk_results(results, files)
+        for kind, rel in files:
+            data = (results / rel).read_bytes()
+            try:
+                _check_file(kind, rel, data, plan, experiment)
+            except DataError as exc:
+                outcome.refused.append(str(exc))
+                continue
+            if kind == "candidate" and _canonical(json.loads(data)) in in_chunks.get(tuple(rel.split("/")[2:4]), ()):
+                outcome.covered += 1
+                continue
+            target = archive / _archived_name(rel)
+            if target.exists():
+                if read_archived(target) == data:
+                    outcome.unchanged += 1
+                    continue
+                if not replace:
+                    outcome.kept.append(str(target))
+                    continue
+            _write_bytes(target, _compress(data))
+            outcome.written.append(str(target))
+    return outcome
+
+
+# ----------------------------------------------------------------------------------------------------- restore
+def _data_inputs(plan, experiment: str, dataset: str, data: Path) -> list[Path]:
+    protocol = plan.config["experiments"][experiment]["protocol"]
+    split = Path(plan.split_path(dataset, protocol)).relative_to("data")
+    prepared = Path(plan.prepared_path(dataset)).relative_to("data")
+    return [data / prepared, data / split, data / split.with_suffix(".json")]
+
+
+def _missing_tuning_inputs(plan, results: Path, chosen) -> list[str]:
+    """Restored records of tuned variants whose selection, chunks or budget file will be neither restored nor
+    present: Snakemake would recompute those and then refit the record."""
+    from forestbench.experiments import Job
+
+    restored = {rel for _, rel, _, _ in chosen}
+    out = []
+    for experiment, rel, _, order in chosen:
+        if order != KINDS["record"][1]:
+            continue
+        _, _, dataset, variant_name, name = rel.split("/")
+        job = Job(experiment, dataset, variant_name, int(name.removeprefix("repeat-").removesuffix(".json")))
+        variant = plan.experiments[experiment].variant(variant_name)
+        needed = []
+        if variant.tuned_in_dag:
+            needed += [plan.selected_path(job), *plan.chunk_paths(job)]
+        if variant.tune and variant.tune.get("budget"):
+            needed.append(plan.budget_path(experiment, dataset, variant_name))
+        lacking = [p for p in (n.removeprefix("results/") for n in needed)
+                   if p not in restored and not (results / p).exists()]
+        if lacking:
+            out.append(f"results/{rel} (lacks {lacking[0]}" + (f" and {len(lacking) - 1} more" if len(lacking) > 1
+                                                                else "") + ")")
+    return out
+
+
+def restore(archive: Path, results: Path, plan, experiments: list[str] | None = None, data: Path = Path("data"),
+            allow_missing_data: bool = False) -> tuple[Outcome, list[str]]:
+    """Put the archived files of ``experiments`` (default: every archived experiment the configuration has) back
+    under ``results``. Returns the outcome and the records not restored because the configuration now runs them
+    differently. See the module docstring for the modification times."""
+    archive, results, data = Path(archive), Path(results), Path(data)
+    names = experiments or [e for e in archived_experiments(archive) if e in plan.experiments]
+    unknown = [e for e in names if e not in plan.experiments]
+    if unknown:
+        raise ConfigError(f"{plan.source} has no experiment(s) {', '.join(unknown)}")
+    outcome, stale = Outcome(), []
+    if not experiments:
+        outcome.skipped = [e for e in archived_experiments(archive) if e not in plan.experiments]
+    chosen: list[tuple[str, str, bytes, int]] = []        # (experiment, results-relative path, bytes, order)
+    inputs: set[Path] = set()
+    for experiment in names:
+        snap_path = archive / experiment / SNAPSHOT
+        same_config = snap_path.exists() and snap_path.read_text(encoding="utf-8") == _snapshot_text(
+            snapshot(plan, experiment))
+        files = sorted(p.relative_to(archive).as_posix() for p in (archive / experiment).glob("**/*.json.gz"))
+        by_kind: dict[str, list[tuple[str, bytes]]] = {k: [] for k in KINDS}
+        for arel in files:
+            rel = _results_name(arel)
+            by_kind[_kind_of(rel)].append((rel, read_archived(archive / arel)))
+        current_runs: set[tuple[str, str, str]] = set()      # (dataset, variant, repeat) restored
+        for rel, raw in by_kind["record"]:
+            _, _, dataset, variant, name = rel.split("/")
+            repeat = int(name.removeprefix("repeat-").removesuffix(".json"))
+            doc = _load_json(raw, str(archive / _archived_name(rel)))
+            spec = _job_spec(plan, experiment, dataset, variant, repeat)
+            if spec is None or _spec_difference(doc.get("spec", {}), spec):
+                stale.append(f"results/{rel}")
+                continue
+            current_runs.add((dataset, variant, f"repeat-{repeat}"))
+            chosen.append((experiment, rel, raw, KINDS["record"][1]))
+            inputs.update(_data_inputs(plan, experiment, dataset, data))
+        variants_current = {(d, v) for d, v, _ in current_runs}
+        for kind in ("budget", "candidate", "chunk", "selected"):
+            for rel, raw in by_kind[kind]:
+                parts = rel.split("/")          # tuning/E/dataset/variant/...
+                dataset, variant = parts[2], parts[3]
+                # a candidate is stored under a hash of everything that makes its score: always safe to reuse
+                keep = kind == "candidate" or same_config or (
+                    (dataset, variant, parts[4]) in current_runs if kind in ("chunk", "selected")
+                    else (dataset, variant) in variants_current)
+                if keep:
+                    chosen.append((experiment, rel, raw, KINDS[kind][1]))
+                    if kind != "candidate":              # budget and tune jobs read the prepared data too
+                        inputs.update(_data_inputs(plan, experiment, dataset, data))
+    outcome.incomplete = _missing_tuning_inputs(plan, results, chosen)
+    missing = sorted(str(p) for p in inputs if not p.exists())
+    if missing and not allow_missing_data:
+        raise DataError(
+            f"the prepared data the restored records were fitted on is missing ({', '.join(missing[:3])}"
+            + (f" and {len(missing) - 3} more" if len(missing) > 3 else "") + "): Snakemake would prepare it and "
+            "then refit everything. Prepare it first (snakemake --until split with the same --configfile), then "
+            "restore; --allow-missing-data restores anyway")
+    newest = max((p.stat().st_mtime for p in inputs if p.exists()), default=0.0)
+    # whole seconds apart (file systems with coarse time stamps) and newer than every data input
+    base = math.ceil(max(time.time() - 3, newest + 1))
+    for experiment, rel, raw, order in chosen:
+        path = results / rel
+        if path.exists():
+            if path.read_bytes() == raw:
+                outcome.unchanged += 1
+            else:
+                outcome.kept.append(str(path))
+            continue
+        _write_bytes(path, raw)
+        os.utime(path, (base + order, base + order))
+        outcome.written.append(str(path))
+    return outcome, stale
+
+
+# ------------------------------------------------------------------------------------------------------ import
+def _same_value(cell, value) -> bool:
+    """A scores-table cell (as pandas reads it) against a configured parameter value (as collect writes it)."""
+    if isinstance(value, (list, dict)):
+        value = json.dumps(value)
+    if isinstance(value, bool) or isinstance(cell, bool):
+        return str(cell).lower() == str(value).lower()
+    try:
+        return float(cell) == float(value)
+    except (TypeError, ValueError):
+        return str(cell) == str(value)
+
+
+def import_scores(scores_csv: Path, archive: Path, plan, experiment: str, note: str = "") -> Path:
+    """Keep a scores table whose run records are gone (``archive/<E>/imported/scores.csv``, its exact bytes).
+
+    Reports and the README table read only the scores table, so they are rebuilt faithfully from it; restore has
+    no records to put back, so a rerun fits those runs again. The table is checked against the configuration: each
+    (dataset, variant, repeat) must be a job of ``experiment`` with the seed and fixed parameters the configuration
+    gives it now."""
+    import pandas as pd
+
+    from forestbench.collect import COLUMNS
+
+    scores_csv, archive = Path(scores_csv), Path(archive)
+    if experiment not in plan.experiments:
+        raise ConfigError(f"{plan.source} has no experiment {experiment!r}")
+    try:
+        frame = pd.read_csv(scores_csv)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{scores_csv}: unreadable scores table ({exc})") from None
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"{scores_csv}: not a scores table of forestbench collect (lacks {', '.join(missing)})")
+    if frame.empty or not (frame["experiment"] == experiment).all():
+        raise DataError(f"{scores_csv}: holds no rows, or rows of another experiment than {experiment}")
+    for (dataset, variant, repeat), rows in frame.groupby(["dataset", "variant", "repeat"]):
+        spec = _job_spec(plan, experiment, str(dataset), str(variant), int(repeat))
+        where = f"{scores_csv}: {dataset}/{variant} repeat {repeat}"
+        if spec is None:
+            raise DataError(f"{where}: not a job of {experiment} in {plan.source}")
+        if set(rows["seed"]) != {spec["seed"]}:
+            raise DataError(f"{where}: seed {sorted(set(rows['seed']))} is not the configuration's {spec['seed']}")
+        for key, value in spec["params"].items():
+            column = f"param.{key}"
+            got = list(rows[column]) if column in rows else ["(absent)"]
+            if not all(_same_value(g, value) for g in got):
+                raise DataError(f"{where}: {column} is {sorted(set(map(str, got)))}, the configuration gives "
+                                f"{value!r}")
+    folder = archive / experiment / IMPORTED
+    snap_path = archive / experiment / SNAPSHOT
+    snap = _snapshot_text(snapshot(plan, experiment))
+    if snap_path.exists() and snap_path.read_text(encoding="utf-8") != snap:
+        raise ConfigError(f"{snap_path}: {experiment} was archived under another configuration than {plan.source}")
+    if not snap_path.exists():
+        write_text(snap_path, snap)
+    data = scores_csv.read_bytes()
+    _write_bytes(folder / "scores.csv", data)
+    import hashlib
+
+    n_runs = frame[["dataset", "variant", "repeat"]].drop_duplicates().shape[0]
+    write_text(folder / "SOURCE.md",
+               f"# Imported scores table of `{experiment}`\n\n"
+               f"`scores.csv` is `{scores_csv.as_posix()}` (sha256 {hashlib.sha256(data).hexdigest()}), as "
+               f"`forestbench collect` wrote it: {len(frame)} rows, {n_runs} runs. Its run records were not kept, "
+               "so `archive restore` has nothing to put back for them and a rerun fits them again; the "
+               "selection table (validation scores of every candidate) is not part of it."
+               + (f"\n\n{note.strip()}\n" if note.strip() else "\n"))
+    return folder / "scores.csv"
+
+
+# ------------------------------------------------------------------------------------------------------ tables
+def collected(archive: Path, experiment: str, workdir: Path):
+    """The experiment's scores and selection tables from its archived records (``forestbench.collect``, on the
+    records written out under ``workdir``) and its imported scores table; a record replaces the imported rows of
+    its (dataset, variant, repeat)."""
+    import pandas as pd
+
+    from forestbench.collect import COLUMNS, collect, collect_selection
+
+    archive, workdir = Path(archive), Path(workdir)
+    paths = []
+    for arch in sorted((archive / experiment / "runs").glob("*/*/repeat-*.json.gz")):
+        rel = _results_name(arch.relative_to(archive).as_posix())
+        path = workdir / "results" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(read_archived(arch))
+        paths.append(path)
+    scores = collect(paths, experiment=experiment)
+    selection = collect_selection(paths)
+    imported = archive / experiment / IMPORTED / "scores.csv"
+    if imported.exists():
+        extra = pd.read_csv(imported)
+        if not set(COLUMNS) <= set(extra.columns):
+            raise DataError(f"{imported}: lacks the scores column(s) "
+                            f"{', '.join(c for c in COLUMNS if c not in extra.columns)}")
+        if not (extra["experiment"] == experiment).all():
+            raise DataError(f"{imported}: holds rows of another experiment than {experiment}")
+        if not scores.empty:
+            have = set(zip(scores["dataset"], scores["variant"], scores["repeat"]))
+            extra = extra[[k not in have for k in zip(extra["dataset"], extra["variant"], extra["repeat"])]]
+        if not extra.empty:
+            frame = pd.concat([scores, extra], ignore_index=True) if not scores.empty else extra
+            params = sorted(c for c in frame.columns if c not in COLUMNS)
+            scores = frame[COLUMNS + params].sort_values(["dataset", "variant", "repeat", "metric", "step"],
+                                                         na_position="first", kind="stable").reset_index(drop=True)
+        sel = archive / experiment / IMPORTED / "selection.csv"
+        if sel.exists():
+            selection = pd.concat([selection, pd.read_csv(sel)], ignore_index=True)
+    return scores, selection
+
+
+def _write_tables(archive: Path, experiment: str, out_dir: Path) -> tuple[Path, Path, int]:
+    from forestbench.collect import write_scores
+
+    with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
+        scores, selection = collected(archive, experiment, Path(tmp))
+        n_records = len(list((archive / experiment / "runs").glob("*/*/repeat-*.json.gz")))
+    imported = archive / experiment / IMPORTED / "scores.csv"
+    scores_csv, selection_csv = out_dir / "scores.csv", out_dir / "selection.csv"
+    if n_records == 0 and imported.exists():
+        _write_bytes(scores_csv, imported.read_bytes())     # exactly the imported table
+    else:
+        write_scores(scores, scores_csv)
+    write_scores(selection, selection_csv)
+    return scores_csv, selection_csv, n_records
+
+
+def report(archive: Path, experiments_cfg: dict, reference_dir: Path, out: Path,
+           experiments: list[str] | None = None) -> list[str]:
+    """Every archived experiment's scores.csv, selection.csv and report under ``out`` (as the workflow lays them
+    out), then ``out``/report/index.{html,md}; no fit, no prepared data. Returns the experiments built."""
+    from forestbench.report import build_experiment_report, build_index
+
+    archive, out = Path(archive), Path(out)
+    archived = archived_experiments(archive)
+    names = experiments or archived
+    for name in names:
+        if name not in archived:
+            raise DataError(f"{archive} holds no results of experiment {name!r} (archived: "
+                            f"{', '.join(archived) or 'none'})")
+        if name not in experiments_cfg:
+            raise ConfigError(f"experiment {name!r} is archived but not in the configuration; give the "
+                              "--configfile it belongs to")
+    for name in names:
+        scores_csv, selection_csv, _ = _write_tables(archive, name, out / name)
+        build_experiment_report(scores_csv, name, experiments_cfg[name] or {}, reference_dir, out / name / "report",
+                                selection_csv=selection_csv)
+    build_index({name: out / name / "report" for name in names}, out / "report")
+    return names
+
+
+# ------------------------------------------------------------------------------------------- README summary table
+def _headings(readme: Path) -> set[str]:
+    return {line.lstrip("#").strip() for line in Path(readme).read_text(encoding="utf-8").splitlines()
+            if line.startswith("#")}
+
+
+def _explained_mask(comparison, ref_cfg: dict, where: str, headings: set[str]):
+    """Rows of ``comparison.frame`` named by the reference entry's ``explained`` list (each item: column -> value
+    of the reproduction table, and ``see``: the heading of config/README.md that explains the miss)."""
+    import pandas as pd
+
+    frame = comparison.frame
+    mask = pd.Series(False, index=frame.index)
+    items = ref_cfg.get("explained") or []
+    if not isinstance(items, list):
+        raise ConfigError(f"{where}.explained must be a list")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "see" not in item or len(item) < 2:
+            raise ConfigError(f"{where}.explained[{i}] must map reproduction-table columns to values and give "
+                              "'see': a heading of config/README.md")
+        if str(item["see"]) not in headings:
+            raise ConfigError(f"{where}.explained[{i}].see: config/README.md has no heading {item['see']!r}")
+        keys = [k for k in item if k != "see"]
+        unknown = [k for k in keys if k not in frame.columns]
+        if unknown:
+            raise ConfigError(f"{where}.explained[{i}]: {', '.join(unknown)} is not a column of the reproduction "
+                              f"table of {comparison.table} (columns: {', '.join(frame.columns)})")
+        hit = pd.Series(True, index=frame.index)
+        for k in keys:
+            hit &= frame[k].astype(str) == str(item[k])
+        mask |= hit
+    return mask
+
+
+@dataclass
+class TableRow:
+    experiment: str
+    table: str
+    what: str
+    source: str
+    cells: int
+    run: int
+    within: int
+    out: int
+    explained: int
+
+
+def summary_rows(archive: Path, experiments_cfg: dict, reference_dir: Path, config_readme: Path) -> tuple[
+        list[TableRow], list[str]]:
+    """One row per (archived experiment, reference entry) with the reproduction verdicts of the reports
+    (``forestbench.report.reproduction.compare_any``); and the archived experiments without reference entries or
+    missing from the configuration."""
+    from forestbench.report.data import load_scores
+    from forestbench.report.reproduction import STATUS_DISAGREE, STATUS_NOT_RUN, STATUS_OK, STATUS_OUT, compare_any
+
+    headings = _headings(config_readme)
+    rows, others = [], []
+    for name in archived_experiments(archive):
+        cfg = experiments_cfg.get(name)
+        refs = (cfg or {}).get("reference")
+        refs = refs if isinstance(refs, list) else ([refs] if refs else [])
+        if not refs:
+            others.append(name + ("" if cfg is not None else " (not in the configuration)"))
+            continue
+        with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
+            scores_csv, _, n_records = _write_tables(archive, name, Path(tmp) / "tables")
+            scores = load_scores(scores_csv, name)
+        source = f"{n_records} run records" if n_records else "imported scores table"
+        for j, ref_cfg in enumerate(refs):
+            where = f"experiments.{name}.reference" + (f"[{j}]" if len(refs) > 1 else "")
+            comp = compare_any(scores, ref_cfg, reference_dir, name, cfg.get("datasets"))
+            status = comp.frame["status"]
+            out = status.isin([STATUS_OUT, STATUS_DISAGREE])
+            explained = out & _explained_mask(comp, ref_cfg, where, headings)
+            rows.append(TableRow(name, comp.table, getattr(comp, "what", "published scores"), source,
+                                 int(len(status)), int((status != STATUS_NOT_RUN).sum()),
+                                 int((status == STATUS_OK).sum()), int(out.sum()), int(explained.sum())))
+    return rows, others
+
+
+def readme_table(archive: Path, experiments_cfg: dict, reference_dir: Path, config_readme: Path,
+                 configfile: str) -> str:
+    """The Markdown that goes between the README's archive-table markers."""
+    rows, others = summary_rows(archive, experiments_cfg, reference_dir, config_readme)
+    command = f"python -m forestbench archive readme --configfile {configfile}"
+    lines = [f"<!-- generated by `{command}`; do not edit by hand -->", ""]
+    if not rows and not others:
+        return "\n".join(lines + ["The archive holds no results yet."]) + "\n"
+    if rows:
+        lines += ["| published table | experiment | compared | source | cells published | run | within tolerance "
+                  "| out of tolerance | explained |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r.table} | `{r.experiment}` | {r.what} | {r.source} | {r.cells} | {r.run} | {r.within} | "
+                  f"{r.out} | {r.explained} |" for r in rows]
+        lines += ["", "Within tolerance: the report's verdict (each reference entry's `tolerance_std` published std, "
+                  "or `tolerance_abs` where no std is printed; p-values and ranks: the published decision). "
+                  "Explained: out-of-tolerance cells whose miss `config/README.md` explains (the entry's "
+                  "`explained` list names the cells and the heading)."]
+    if others:
+        lines += ["", "Archived without published numbers to compare with: " + ", ".join(f"`{o}`" for o in others)
+                  + "."]
+    return "\n".join(lines) + "\n"
+
+
+def replace_table(readme_text: str, table: str, readme: Path) -> str:
+    start, end = readme_text.find(TABLE_START), readme_text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ConfigError(f"{readme}: no '{TABLE_START}' ... '{TABLE_END}' markers")
+    return readme_text[:start + len(TABLE_START)] + "\n" + table + readme_text[end:]
+
+
+def current_table(readme_text: str, readme: Path) -> str:
+    start, end = readme_text.find(TABLE_START), readme_text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ConfigError(f"{readme}: no '{TABLE_START}' ... '{TABLE_END}' markers")
+    return readme_text[start + len(TABLE_START):end].removeprefix("\n")
+
+
+# --------------------------------------------------------------------------------------------------------- CLI
+def _experiments_cfg(configfile: Path) -> dict:
+    from forestbench.report.cli import _load_experiments
+
+    return _load_experiments(configfile)
+
+
+def _add(args) -> int:
+    outcome = add(args.results, args.archive, _plan(args.configfile), args.experiments, replace=args.replace)
+    print(f"archive add: {outcome.line('archived')} -> {args.archive}")
+    if outcome.skipped:
+        print(f"  not archived, not experiments of {args.configfile}: {', '.join(outcome.skipped)}")
+    for path in outcome.kept:
+        print(f"  kept the archived {path} (results/ holds another version; --replace to archive that one)")
+    for message in outcome.refused:
+        print(f"  refused: {message}", file=sys.stderr)
+    return 1 if outcome.refused else 0
+
+
+def _restore(args) -> int:
+    outcome, stale = restore(args.archive, args.results, _plan(args.configfile), args.experiments, data=args.data,
+                             allow_missing_data=args.allow_missing_data)
+    print(f"archive restore: {outcome.line('restored')} -> {args.results}")
+    if outcome.skipped:
+        print(f"  not restored, not experiments of {args.configfile}: {', '.join(outcome.skipped)}")
+    for path in outcome.kept:
+        print(f"  kept {path} (it differs from the archived one)")
+    imported = [e for e in (args.experiments or archived_experiments(args.archive))
+                if (args.archive / e / IMPORTED).is_dir()]
+    if imported:
+        print(f"  {', '.join(imported)}: an imported scores table has no run records to restore (a rerun fits "
+              "those runs)")
+    if outcome.incomplete:
+        print(f"  {len(outcome.incomplete)} restored record(s) lack archived tuning files, so Snakemake will tune "
+              f"and refit them: {'; '.join(outcome.incomplete[:3])}")
+    if stale:
+        print(f"  {len(stale)} archived record(s) not restored: {args.configfile} now runs them differently (they "
+              f"will be refitted), e.g. {stale[0]}")
+    return 0
+
+
+def _report(args) -> int:
+    names = report(args.archive, _experiments_cfg(args.configfile), args.reference_dir, args.out, args.experiments)
+    print(f"archive report: {len(names)} experiment(s) rebuilt under {args.out} "
+          f"({', '.join(names) or 'the archive is empty'}); index: {args.out / 'report' / 'index.html'}")
+    return 0
+
+
+def _readme(args) -> int:
+    table = readme_table(args.archive, _experiments_cfg(args.configfile), args.reference_dir, args.config_readme,
+                         str(args.configfile))
+    text = Path(args.readme).read_text(encoding="utf-8")
+    if args.check:
+        if current_table(text, args.readme) != table:
+            print(f"{args.readme}: the archive table is out of date; run `python -m forestbench archive readme "
+                  f"--configfile {args.configfile}`", file=sys.stderr)
+            return 1
+        print(f"{args.readme}: the archive table is current")
+        return 0
+    new = replace_table(text, table, args.readme)
+    if new != text:
+        write_text(args.readme, new)
+    print(f"archive readme: {args.readme} {'updated' if new != text else 'already current'}")
+    return 0
+
+
+def _import(args) -> int:
+    path = import_scores(args.scores, args.archive, _plan(args.configfile), args.experiment, args.note or "")
+    print(f"archive import: {args.scores} -> {path}")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("archive", help="keep finished results in the repository's archive/, put them "
+                                                   "back, rebuild reports from them")
+    sub = parser.add_subparsers(dest="archive_command", required=True)
+
+    def common(p, configfile=True):
+        p.add_argument("--archive", type=Path, default=ARCHIVE, help="the archive folder (default: archive)")
+        if configfile:
+            p.add_argument("--configfile", type=Path, default=Path("config/thesis.yaml"),
+                           help="the configuration the results belong to (default: config/thesis.yaml)")
+        p.add_argument("--experiments", nargs="+", default=None, metavar="E",
+                       help="only these experiments (default: all)")
+
+    p = sub.add_parser("add", help="copy every finished run record and tuning file of results/ into the archive")
+    common(p)
+    p.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: results)")
+    p.add_argument("--replace", action="store_true",
+                   help="overwrite an archived file whose results/ counterpart differs (a refitted run)")
+    p.set_defaults(func=_add)
+
+    p = sub.add_parser("restore", help="put archived files back under results/ so that snakemake fits only what "
+                                       "the archive lacks (prepare the data first: snakemake --until split)")
+    common(p)
+    p.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: results)")
+    p.add_argument("--data", type=Path, default=Path("data"), help="data folder (default: data)")
+    p.add_argument("--allow-missing-data", action="store_true",
+                   help="restore even if the prepared data of the records is missing (snakemake would refit them)")
+    p.set_defaults(func=_restore)
+
+    p = sub.add_parser("report", help="rebuild every archived experiment's tables and report, and the index, from "
+                                      "the archive (no fit, no data)")
+    common(p)
+    p.add_argument("--reference-dir", type=Path, default=Path("config/reference"))
+    p.add_argument("--out", type=Path, default=Path("results"), help="results root to write (default: results)")
+    p.set_defaults(func=_report)
+
+    p = sub.add_parser("import", help="keep a scores table whose run records are gone (reports are rebuilt from "
+                                      "it; a rerun fits its runs again)")
+    p.add_argument("--archive", type=Path, default=ARCHIVE, help="the archive folder (default: archive)")
+    p.add_argument("--configfile", type=Path, default=Path("config/thesis.yaml"))
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--scores", type=Path, required=True, help="a scores.csv written by forestbench collect")
+    p.add_argument("--note", default=None, help="a sentence on where the table comes from (kept in SOURCE.md)")
+    p.set_defaults(func=_import)
+
+    p = sub.add_parser("readme", help="write (or --check) the reproduction table of README.md from the archive")
+    p.add_argument("--archive", type=Path, default=ARCHIVE, help="the archive folder (default: archive)")
+    p.add_argument("--configfile", type=Path, default=Path("config/thesis.yaml"))
+    p.add_argument("--reference-dir", type=Path, default=Path("config/reference"))
+    p.add_argument("--config-readme", type=Path, default=Path("config/README.md"),
+                   help="where explained misses are explained (its headings are checked)")
+    p.add_argument("--readme", type=Path, default=Path("README.md"))
+    p.add_argument("--check", action="store_true", help="only check that the README's table is current")
+    p.set_defaults(func=_readme)

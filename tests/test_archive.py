@@ -1,0 +1,342 @@
+"""The results archive: add, restore, report, import and the README's reproduction table."""
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from forestbench import archive
+from forestbench._io import write_json
+from forestbench.cli import main
+from forestbench.collect import collect
+from forestbench.errors import ConfigError, DataError
+from forestbench.experiments import Job, Plan
+
+REPO = Path(__file__).resolve().parents[1]
+CHAIN = REPO / "benchmarks/results/table_6_1_chain-2026-11-25"
+
+TUNE = {"grid": {"learning_rate": [0.1, 0.5]}, "validation": {"holdout": 0.25}, "metric": "macro_r2",
+        "staged": "n_estimators", "mode": "dag", "chunk": 1}
+
+
+def tiny_config(n_estimators=4):
+    return {
+        "datasets_registry": str(REPO / "config/datasets.yaml"), "seed": 0,
+        "experiments": {
+            "tiny": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"], "max_repeats": 2,
+                     "methods": [
+                         {"name": "rf", "method": "sklearn_random_forest", "params": {"n_estimators": n_estimators}},
+                         {"name": "st", "method": "st_gbrt", "params": {"n_estimators": 20}, "tune": TUNE}],
+                     "reference": {"table": "ref", "metric": "macro_r2", "tolerance_std": 1,
+                                   "methods": {"rf": "RF", "st": "ST"}}},
+        },
+    }
+
+
+def write_config(path: Path, config: dict) -> Path:
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def fake_results(results: Path, plan: Plan, score=0.5) -> dict[str, Path]:
+    """Run records and tuning files as the workflow writes them (the scores are made up)."""
+    files = {}
+    for job in plan.jobs():
+        spec = json.loads(json.dumps(plan.run_spec(job)))
+        record = {"schema_version": 1, "spec": spec, "experiment": job.experiment, "dataset": job.dataset,
+                  "variant": job.variant, "method": spec["method"], "params": spec["params"],
+                  "repeat": job.repeat, "seed": spec["seed"],
+                  "scores": {"macro_r2": score + 0.1 * (job.variant == "st") + 0.01 * job.repeat},
+                  "higher_is_better": {"macro_r2": True}, "fit_wall_s": 0.1,
+                  "provenance": {"host": "h", "packages": {"numpy": "x"}}}
+        path = results / plan.record_path(job).removeprefix("results/")
+        write_json(path, record)
+        files[f"record-{job.variant}-{job.repeat}"] = path
+        if job.variant == "st":
+            tune = results / f"tuning/tiny/linnerud/st/repeat-{job.repeat}"
+            write_json(tune / "chunk-0.json", {"chunk": 0, "results": [{"params": {}, "score": 0.3}]})
+            write_json(tune / "chunk-1.json", {"chunk": 1, "results": [{"params": {}, "score": 0.2}]})
+            write_json(tune / "selected.json", {"params": {"learning_rate": 0.1}, "score": 0.3, "selection": {}})
+            files[f"selected-{job.repeat}"] = tune / "selected.json"
+            files[f"chunk-{job.repeat}"] = tune / "chunk-0.json"
+    # one candidate of a chunk that did not finish, one that a finished chunk file holds too
+    write_json(results / "tuning/tiny/linnerud/st/candidates/abc.json", {"params": {"learning_rate": 0.5},
+                                                                          "score": 0.25})
+    write_json(results / "tuning/tiny/linnerud/st/candidates/def.json", {"params": {}, "score": 0.3})
+    return files
+
+
+@pytest.fixture
+def setup(tmp_path):
+    configfile = write_config(tmp_path / "tiny.yaml", tiny_config())
+    plan = archive._plan(configfile)
+    results = tmp_path / "results"
+    files = fake_results(results, plan)
+    return tmp_path, configfile, plan, results, files
+
+
+def test_add_archives_exact_bytes_and_is_idempotent(setup):
+    tmp, configfile, plan, results, files = setup
+    out = archive.add(results, tmp / "archive", plan)
+    assert len(out.written) == 4 + 2 * 3 + 1 and not out.refused and out.covered == 1
+    assert [p.name for p in (tmp / "archive").rglob("candidates/*")] == ["abc.json.gz"]
+    record = tmp / "archive/tiny/runs/linnerud/rf/repeat-0.json.gz"
+    assert gzip.decompress(record.read_bytes()) == files["record-rf-0"].read_bytes()
+    assert json.loads((tmp / "archive/tiny/experiment.json").read_text())["configuration"]["protocol"] == "demo"
+    before = {p: p.read_bytes() for p in (tmp / "archive").rglob("*") if p.is_file()}
+    again = archive.add(results, tmp / "archive", plan)
+    assert not again.written and again.unchanged == len(out.written)
+    assert before == {p: p.read_bytes() for p in (tmp / "archive").rglob("*") if p.is_file()}
+
+
+def test_add_refuses_unfinished_invalid_and_foreign_records(setup, capsys):
+    tmp, configfile, plan, results, files = setup
+    files["record-rf-0"].write_text('{"experiment": "tiny", "scor')                     # cut off
+    doc = json.loads(files["record-rf-1"].read_text())
+    del doc["provenance"]
+    write_json(files["record-rf-1"], doc)                                                # incomplete
+    doc = json.loads(files["record-st-0"].read_text())
+    doc["spec"]["seed"] += 1
+    write_json(files["record-st-0"], doc)                                                # another configuration
+    files["selected-1"].write_text("{}")                                                 # not a selection
+    (files["record-st-1"].parent / ".repeat-1.json.x.part.json").write_text("{")         # a writer's temp file
+    rc = main(["archive", "add", "--results", str(results), "--archive", str(tmp / "archive"),
+               "--configfile", str(configfile)])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert re.search(r"rf/repeat-0\.json: not valid JSON", err)
+    assert re.search(r"rf/repeat-1\.json: run record lacks provenance", err)
+    assert re.search(r"st/repeat-0\.json: produced by another configuration .* differs in seed", err)
+    assert "repeat-1/selected.json: not a finished selection" in err
+    assert ".part" not in err
+    kept = sorted(p.relative_to(tmp / "archive").as_posix() for p in (tmp / "archive").rglob("repeat-*.json.gz"))
+    assert kept == ["tiny/runs/linnerud/st/repeat-1.json.gz"]
+
+
+def test_add_refuses_an_experiment_archived_under_another_configuration(setup):
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    other = archive._plan(write_config(tmp / "other.yaml", tiny_config(n_estimators=8)))
+    with pytest.raises(ConfigError, match="archived under another configuration"):
+        archive.add(results, tmp / "archive", other)
+    # what only changes how results are shown does not count
+    shown = tiny_config()
+    shown["experiments"]["tiny"]["description"] = "new words"
+    shown["experiments"]["tiny"]["max_repeats"] = 5
+    archive.add(results, tmp / "archive", archive._plan(write_config(tmp / "shown.yaml", shown)))
+
+
+def fake_data(root: Path, age_s: float = 60) -> list[Path]:
+    paths = [root / "data/prepared/linnerud.npz", root / "data/splits/linnerud/demo.npz",
+             root / "data/splits/linnerud/demo.json"]
+    for p in paths:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("x")
+        os.utime(p, (p.stat().st_mtime - age_s,) * 2)
+    return paths
+
+
+def test_restore_puts_back_the_bytes_in_workflow_order(setup):
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    originals = {k: p.read_bytes() for k, p in files.items()}
+    shutil.rmtree(results)
+    data = fake_data(tmp)
+    out, stale = archive.restore(tmp / "archive", results, plan, data=tmp / "data")
+    assert len(out.written) == 11 and not stale
+    assert {k: p.read_bytes() for k, p in files.items()} == originals
+    mtime = {k: p.stat().st_mtime for k, p in files.items()}
+    budget_level = (results / "tuning/tiny/linnerud/st/candidates/abc.json").stat().st_mtime
+    assert max(p.stat().st_mtime for p in data) < budget_level < mtime["chunk-0"] < mtime["selected-0"] \
+        < mtime["record-st-0"]
+    again, _ = archive.restore(tmp / "archive", results, plan, data=tmp / "data")
+    assert not again.written and again.unchanged == 11
+
+
+def test_restore_leaves_out_records_the_configuration_now_runs_differently(setup):
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    shutil.rmtree(results)
+    fake_data(tmp)
+    changed = archive._plan(write_config(tmp / "changed.yaml", tiny_config(n_estimators=8)))
+    out, stale = archive.restore(tmp / "archive", results, changed, data=tmp / "data")
+    assert sorted(stale) == [f"results/runs/tiny/linnerud/rf/repeat-{r}.json" for r in (0, 1)]
+    assert not files["record-rf-0"].exists() and files["record-st-0"].exists() and files["selected-1"].exists()
+
+
+def test_restore_names_records_whose_tuning_files_are_not_archived(setup):
+    tmp, configfile, plan, results, files = setup
+    (results / "tuning/tiny/linnerud/st/repeat-1/chunk-1.json").unlink()
+    archive.add(results, tmp / "archive", plan)
+    shutil.rmtree(results)
+    fake_data(tmp)
+    out, _ = archive.restore(tmp / "archive", results, plan, data=tmp / "data")
+    assert out.incomplete == ["results/runs/tiny/linnerud/st/repeat-1.json "
+                              "(lacks tuning/tiny/linnerud/st/repeat-1/chunk-1.json)"]
+
+
+def test_restore_refuses_before_the_data_is_prepared(setup):
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    shutil.rmtree(results)
+    with pytest.raises(DataError, match=r"data/prepared/linnerud\.npz.*--until split"):
+        archive.restore(tmp / "archive", results, plan, data=tmp / "data")
+    assert not results.exists()
+    out, _ = archive.restore(tmp / "archive", results, plan, data=tmp / "data", allow_missing_data=True)
+    assert len(out.written) == 11
+
+
+def write_reference(tmp: Path) -> Path:
+    ref = tmp / "reference"
+    ref.mkdir()
+    pd.DataFrame({"dataset": ["linnerud", "linnerud"], "dataset_id": ["linnerud", "linnerud"],
+                  "method_id": ["RF", "ST"], "metric": ["macro_r2", "macro_r2"], "value": ["0.505", "0.9"],
+                  "std": ["0.01", "0.01"]}).to_csv(ref / "ref.csv", index=False)
+    return ref
+
+
+def test_report_rebuilds_tables_and_reports_from_the_archive_alone(setup):
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    expected = collect(sorted(results.glob("runs/tiny/*/*/repeat-*.json")), experiment="tiny")
+    shutil.rmtree(results)
+    ref = write_reference(tmp)
+    rc = main(["archive", "report", "--archive", str(tmp / "archive"), "--configfile", str(configfile),
+               "--reference-dir", str(ref), "--out", str(tmp / "out")])
+    assert rc == 0
+    got = pd.read_csv(tmp / "out/tiny/scores.csv")
+    pd.testing.assert_frame_equal(got, pd.read_csv(_csv(expected, tmp / "expected.csv")))
+    assert (tmp / "out/tiny/report/manifest.json").exists() and (tmp / "out/report/index.html").exists()
+    repro = pd.read_csv(tmp / "out/tiny/report/reproduction.csv")
+    assert sorted(repro["status"]) == ["OUT OF TOLERANCE", "ok"]
+
+
+def _csv(frame, path):
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_readme_table_counts_explained_misses_and_checks_headings(setup):
+    tmp, configfile, plan, results, files = setup
+    ref = write_reference(tmp)
+    config_readme = tmp / "README_config.md"
+    config_readme.write_text("# Choices\n\n## Boosting\n\nst is tuned on few rows.\n")
+    empty = archive.readme_table(tmp / "archive", {}, ref, config_readme, "tiny.yaml")
+    assert "The archive holds no results yet." in empty
+    archive.add(results, tmp / "archive", plan)
+    experiments = tiny_config()["experiments"]
+    table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    # rf: 0.505 ± 0.01 published, ours 0.505 +- 0.005: within; st: 0.6 against 0.9: out, not explained
+    assert "| ref | `tiny` | published scores | 4 run records | 2 | 2 | 1 | 1 | 0 |" in table
+    experiments["tiny"]["reference"]["explained"] = [{"dataset": "linnerud", "variant": "st", "see": "Boosting"}]
+    table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    assert "| 2 | 2 | 1 | 1 | 1 |" in table
+    experiments["tiny"]["reference"]["explained"] = [{"dataset": "linnerud", "variant": "st", "see": "Nowhere"}]
+    with pytest.raises(ConfigError, match="config/README.md has no heading 'Nowhere'"):
+        archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    experiments["tiny"]["reference"]["explained"] = [{"datset": "linnerud", "see": "Boosting"}]
+    with pytest.raises(ConfigError, match="datset is not a column"):
+        archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+
+
+def test_readme_command_writes_and_checks_the_marked_table(setup, capsys):
+    tmp, configfile, plan, results, files = setup
+    readme = tmp / "README.md"
+    readme.write_text(f"intro\n{archive.TABLE_START}\nold\n{archive.TABLE_END}\nrest\n")
+    args = ["archive", "readme", "--archive", str(tmp / "archive"), "--configfile", str(configfile),
+            "--reference-dir", str(write_reference(tmp)), "--config-readme", str(readme), "--readme", str(readme)]
+    assert main(args + ["--check"]) == 1
+    assert main(args) == 0
+    assert "holds no results yet" in readme.read_text() and readme.read_text().endswith(f"{archive.TABLE_END}\nrest\n")
+    assert main(args + ["--check"]) == 0
+    archive.add(results, tmp / "archive", plan)
+    assert main(args + ["--check"]) == 1
+
+
+def test_the_readme_table_is_what_the_archive_gives():
+    """README.md's reproduction table is generated from archive/ (read from the repository only)."""
+    experiments = yaml.safe_load((REPO / "config/thesis.yaml").read_text())["experiments"]
+    expected = archive.readme_table(REPO / "archive", experiments, REPO / "config/reference",
+                                    REPO / "config/README.md", "config/thesis.yaml")
+    readme = REPO / "README.md"
+    assert archive.current_table(readme.read_text(encoding="utf-8"), readme) == expected, (
+        "README.md's archive table is out of date: python -m forestbench archive readme")
+    assert "table_6_1_chain" in expected
+
+
+def test_imported_chain_table_rebuilds_the_published_run_reproduction(tmp_path):
+    plan = archive._plan(REPO / "config/thesis.yaml")
+    archive.import_scores(CHAIN / "scores.csv", tmp_path / "archive", plan, "table_6_1_chain")
+    experiments = yaml.safe_load((REPO / "config/thesis.yaml").read_text())["experiments"]
+    archive.report(tmp_path / "archive", experiments, REPO / "config/reference", tmp_path / "out")
+    built = tmp_path / "out/table_6_1_chain/report"
+    for name in ("reproduction.csv", "reproduction_2.csv", "tables/01_table_macro_r2.csv"):
+        assert (built / name).read_bytes() == (CHAIN / name).read_bytes(), name
+
+
+def test_import_refuses_a_table_of_another_configuration(tmp_path):
+    plan = archive._plan(REPO / "config/thesis.yaml")
+    frame = pd.read_csv(CHAIN / "scores.csv")
+    frame.loc[frame["variant"] == "gbmort", "seed"] = 1
+    frame.to_csv(tmp_path / "scores.csv", index=False)
+    with pytest.raises(DataError, match=r"gbmort repeat 0: seed \[1\] is not the configuration's"):
+        archive.import_scores(tmp_path / "scores.csv", tmp_path / "archive", plan, "table_6_1_chain")
+    assert not (tmp_path / "archive").exists()
+
+
+# ------------------------------------------------------------------------------------------ with Snakemake
+E2E = {
+    "datasets_registry": "config/datasets.yaml", "seed": 0,
+    "experiments": {
+        "tiny_dag": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"], "max_repeats": 1,
+                     "methods": [
+                         {"name": "rf", "method": "sklearn_random_forest", "params": {"n_estimators": 3}},
+                         {"name": "st", "method": "st_gbrt", "params": {"n_estimators": 10},
+                          "tune": {**TUNE, "chunk": 1, "budget": {
+                              "multiple": 50, "reference": {"method": "gbmort", "params": {"max_leaf_nodes": 2}}}}}]},
+    },
+}
+
+
+def _snakemake(workdir, env, *args):
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "tiny.yaml", *args]
+    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def _planned(output: str, rule: str) -> int:
+    match = re.search(rf"^{rule}\s+(\d+)\s*$", output, flags=re.M)
+    return int(match.group(1)) if match else 0
+
+
+def _forestbench(workdir, env, *args):
+    proc = subprocess.run([sys.executable, "-m", "forestbench", *args], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.e2e
+def test_a_restored_archive_leaves_snakemake_only_the_missing_runs(workflow_dir, snakemake_env):
+    (workflow_dir / "tiny.yaml").write_text(yaml.safe_dump(E2E))
+    _snakemake(workflow_dir, snakemake_env)
+    _forestbench(workflow_dir, snakemake_env, "archive", "add", "--configfile", "tiny.yaml")
+    for name in ("results", ".snakemake", "data"):
+        shutil.rmtree(workflow_dir / name)
+    more = {**E2E, "experiments": {"tiny_dag": {**E2E["experiments"]["tiny_dag"], "max_repeats": 2}}}
+    (workflow_dir / "tiny.yaml").write_text(yaml.safe_dump(more))     # a second split now belongs to the run
+    _snakemake(workflow_dir, snakemake_env, "--until", "split")
+    _forestbench(workflow_dir, snakemake_env, "archive", "restore", "--configfile", "tiny.yaml")
+    dry = _snakemake(workflow_dir, snakemake_env, "-n")
+    # only repeat 1 (not archived) is fitted and tuned; the budget and repeat 0 come from the archive
+    assert _planned(dry, "fit") == 2 and _planned(dry, "select") == 1 and _planned(dry, "tune") == 2
+    assert _planned(dry, "budget") == 0 and _planned(dry, "prepare") == 0
+    assert re.findall(r"output: results/runs/tiny_dag/linnerud/\w+/repeat-(\d)\.json", dry) == ["1", "1"]
