@@ -39,11 +39,16 @@ __all__ = ["RandomForestExtraTrees", "MultiLabelDeepForest", "EnsembleOfRegresso
            "EnsembleOfClassifierChains", "TunedMLP", "TunedMLkNN", "RakelOverlapping"]
 
 
-def _targets(y, *, multilabel=None):
+def _targets(y, *, multilabel=None, n_rows=None):
+    """y as float (n, d) and whether it was 1-D; ``n_rows``: the rows of X it must match."""
     Y = np.asarray(y.toarray() if sp.issparse(y) else y, dtype=np.float64)
     one_d = Y.ndim == 1
     if one_d:
         Y = Y.reshape(-1, 1)
+    if Y.ndim != 2:
+        raise ParameterError(f"y must be 1-D or 2-D, got shape {Y.shape}")
+    if n_rows is not None and Y.shape[0] != n_rows:
+        raise ParameterError(f"X has {n_rows} rows but y has {Y.shape[0]}")
     if not np.all(np.isfinite(Y)):
         raise ParameterError("y contains NaN or infinite values")
     if multilabel:
@@ -91,7 +96,7 @@ class RandomForestExtraTrees(_ScoresMixin, BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         X = validate_data(self, X, reset=True, dtype=np.float32)
-        Y, self._one_d = _targets(y)
+        Y, self._one_d = _targets(y, n_rows=X.shape[0])
         binary = bool(np.all((Y == 0) | (Y == 1)))
         self._mean = np.zeros(Y.shape[1]) if binary else Y.mean(axis=0)
         std = np.ones(Y.shape[1]) if binary else Y.std(axis=0)
@@ -157,7 +162,7 @@ class MultiLabelDeepForest(_ScoresMixin, BaseEstimator):
         from forestbench.metrics import get_metric
 
         X = validate_data(self, X, reset=True, dtype=np.float32, ensure_min_samples=2)
-        Y, _ = _targets(y, multilabel=True)
+        Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         if X.shape[0] < self.cv:
             raise ParameterError(f"cv={self.cv} needs at least as many training rows, got {X.shape[0]}")
         metric = get_metric(self.metric)
@@ -235,7 +240,7 @@ class EnsembleOfRegressorChains(_ScoresMixin, BaseEstimator):
         from sklearn.tree import DecisionTreeRegressor
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, self._one_d = _targets(y)
+        Y, self._one_d = _targets(y, n_rows=X.shape[0])
         self.chains_ = []
         for i in range(self.n_chains):
             seed = _seed_int(self.random_state, i)
@@ -266,7 +271,7 @@ class EnsembleOfClassifierChains(_ScoresMixin, BaseEstimator):
         from sklearn.tree import DecisionTreeClassifier
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, _ = _targets(y, multilabel=True)
+        Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         self.chains_ = []
         for i in range(self.n_chains):
             seed = _seed_int(self.random_state, i)
@@ -316,7 +321,7 @@ class TunedMLP(_ScoresMixin, BaseEstimator):
         from sklearn.preprocessing import StandardScaler
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, self._one_d = _targets(y)
+        Y, self._one_d = _targets(y, n_rows=X.shape[0])
         binary = bool(np.all((Y == 0) | (Y == 1)))
         task = ("multilabel" if binary and Y.shape[1] > 1 else "regression") if self.task == "auto" else self.task
         if task == "multilabel":
@@ -396,7 +401,7 @@ class TunedMLkNN(_ScoresMixin, BaseEstimator):
         from sklearn.model_selection import KFold
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, _ = _targets(y, multilabel=True)
+        Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         Yi = Y.astype(int)
         kf = KFold(self.cv, shuffle=True, random_state=_seed_int(self.random_state, 0))
         results = {}
@@ -448,7 +453,7 @@ class RakelOverlapping(_ScoresMixin, BaseEstimator):
         from sklearn.svm import LinearSVC
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, _ = _targets(y, multilabel=True)
+        Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         m = Y.shape[1]
         count = self.model_count or 2 * m
         size = min(self.labelset_size, m)
