@@ -1610,44 +1610,50 @@ cdef dict _export(Model* M, int algo):
     return out
 
 
-def _check_predict_inputs(X, left, right, feature, threshold, leaf_index, node_ptr, leaf_ptr, values, coef, output,
-                          int kind, intp_t t_start, intp_t t_end, F):
+cdef int _check_predict_inputs(object X, const intp_t[::1] left, const intp_t[::1] right,
+                               const intp_t[::1] feature, const float64_t[::1] threshold,
+                               const intp_t[::1] leaf_index, const intp_t[::1] node_ptr, const intp_t[::1] leaf_ptr,
+                               const float64_t[::1] values, const float64_t[:, ::1] coef, const intp_t[::1] output,
+                               int kind, intp_t t_start, intp_t t_end, intp_t n_rows, intp_t d) except -1:
     """Refuse, before the compiled traversal runs, inputs it would read out of bounds: X against the split
-    features of trees [t_start, t_end), F against X's rows and the model's outputs, the tree range and the leaf
-    tables. The model arrays are the ones ``boost`` exported (only their sizes are checked here)."""
+    features of trees [t_start, t_end), F (``n_rows`` x ``d``) against X's rows and the model's outputs, the tree
+    range and the leaf tables. The model arrays are the ones ``boost`` exported (their sizes are checked here).
+    Typed loops over the range's nodes only, so that a staged prediction (one call per stage) stays cheap."""
+    cdef intp_t n_trees = node_ptr.shape[0] - 1, nn = left.shape[0], t, node, lo, hi, width, p
     if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float32):
         raise ValueError(f"predict_add: X must be a 2-D float32 array, got {type(X).__name__} "
                          f"{getattr(X, 'dtype', '')} {getattr(X, 'shape', '')}")
-    n_trees = node_ptr.shape[0] - 1
+    p = X.shape[1]
     if not 0 <= t_start <= t_end <= n_trees:
         raise ValueError(f"predict_add: tree range [{t_start}, {t_end}) outside the model's {n_trees} trees")
-    if F.shape[0] != X.shape[0]:
-        raise ValueError(f"predict_add: F has {F.shape[0]} rows, X has {X.shape[0]}")
-    d = F.shape[1]
-    nn = left.shape[0]
-    if not (right.shape[0] == feature.shape[0] == threshold.shape[0] == leaf_index.shape[0] == nn
-            and leaf_ptr.shape[0] == n_trees + 1 and output.shape[0] in (0, n_trees)):
+    if n_rows != X.shape[0]:
+        raise ValueError(f"predict_add: F has {n_rows} rows, X has {X.shape[0]}")
+    if not (right.shape[0] == nn and feature.shape[0] == nn and threshold.shape[0] == nn
+            and leaf_index.shape[0] == nn and leaf_ptr.shape[0] == n_trees + 1
+            and (output.shape[0] == 0 or output.shape[0] == n_trees)):
         raise ValueError("predict_add: the model's node arrays disagree in length")
     if t_end == t_start:
-        return
+        return 0
     lo, hi = node_ptr[t_start], node_ptr[t_end]
     if not 0 <= lo <= hi <= nn:
         raise ValueError("predict_add: node_ptr points outside the node arrays")
-    internal = np.asarray(left[lo:hi]) != TREE_LEAF
-    used = np.asarray(feature[lo:hi])[internal]
-    if used.size and (used.min() < 0 or used.max() >= X.shape[1]):
-        raise ValueError(f"predict_add: X has {X.shape[1]} columns but the trees split on feature "
-                         f"{int(used.max())}")
+    for node in range(lo, hi):
+        if left[node] != TREE_LEAF and (feature[node] < 0 or feature[node] >= p):
+            raise ValueError(f"predict_add: X has {p} columns but the trees split on feature {feature[node]}")
     width = d if kind == 0 else 1
     if leaf_ptr[t_end] * width > values.shape[0]:
         raise ValueError(f"predict_add: values holds {values.shape[0]} numbers, the trees need "
                          f"{leaf_ptr[t_end] * width}")
     if kind == 1 and (coef.shape[0] < t_end or coef.shape[1] != d):
-        raise ValueError(f"predict_add: coef has shape {tuple(coef.shape)[:2]}, expected ({n_trees}, {d})")
+        raise ValueError(f"predict_add: coef has shape ({coef.shape[0]}, {coef.shape[1]}), expected "
+                         f"({n_trees}, {d})")
     if kind == 2:
-        outs = np.asarray(output[t_start:t_end])
-        if outs.min() < 0 or outs.max() >= d:
-            raise ValueError(f"predict_add: the trees add to output {int(outs.max())}, F has {d} columns")
+        if output.shape[0] < t_end:
+            raise ValueError("predict_add: the model has no output column per tree")
+        for t in range(t_start, t_end):
+            if output[t] < 0 or output[t] >= d:
+                raise ValueError(f"predict_add: a tree adds to output {output[t]}, F has {d} columns")
+    return 0
 
 
 def predict_add(X, const intp_t[::1] left, const intp_t[::1] right, const intp_t[::1] feature,
@@ -1664,7 +1670,7 @@ def predict_add(X, const intp_t[::1] left, const intp_t[::1] right, const intp_t
     cdef const float32_t* Xp = &Xv[0, 0] if n > 0 else NULL
     cdef float64_t v
     _check_predict_inputs(X, left, right, feature, threshold, leaf_index, node_ptr, leaf_ptr, values, coef, output,
-                          kind, t_start, t_end, F)
+                          kind, t_start, t_end, F.shape[0], d)
     if n == 0:
         return
     with nogil:
