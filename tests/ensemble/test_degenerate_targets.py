@@ -64,7 +64,7 @@ def test_huge_targets_predict_the_scaled_model(data, kind, factor):
     base = _small(kind).fit(X, Y).predict(X)
     big = _small(kind).fit(X, Y * factor).predict(X)
     assert np.isfinite(big).all()
-    np.testing.assert_allclose(big / factor, base, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(big / factor, base)
 
 
 @pytest.mark.parametrize("cls", BOOSTING, ids=lambda c: c.__name__)
@@ -188,7 +188,7 @@ def test_runner_passes_the_dataset_task(monkeypatch, tmp_path):
 
 # -------------------------------------------------------------------------------------- constant and sparse y
 @pytest.mark.parametrize("kind", ["cet", "cet_cv", "dte", "dte_os"])
-@pytest.mark.parametrize("value", [0.0, 1.0, 3.0])
+@pytest.mark.parametrize("value", [0.0, -2.0, 3.0])
 def test_constant_target_predicts_the_constant(data, kind, value):
     X, _ = data
     model = _small(kind)
