@@ -18,7 +18,11 @@ from forestbench.ensemble._boosting import (
 )
 from forestbench.ensemble._compression import CompressedExtraTreesRegressor
 from forestbench.ensemble._deep import DeepTreeEnsemble
-from forestbench.ensemble._dte_competitors import MultiLabelDeepForest
+from forestbench.ensemble._dte_competitors import (
+    EnsembleOfRegressorChains,
+    MultiLabelDeepForest,
+    RandomForestExtraTrees,
+)
 from forestbench.methods import get_method
 
 BOOSTING = [GBMORTRegressor, STGradientBoostingRegressor, GBRTRPORegressor, GBRTRelabelRPORegressor]
@@ -41,6 +45,10 @@ def _small(kind):
         return DeepTreeEnsemble("X_TE", n_estimators=5, max_layers=2, pca_fractions=(0.2,), random_state=0)
     if kind == "dte_os":
         return DeepTreeEnsemble("X_OS", n_estimators=5, max_layers=2, os_folds=3, random_state=0)
+    if kind == "dte_rf_et":
+        return RandomForestExtraTrees(n_estimators=5, random_state=0)
+    if kind == "dte_erc":
+        return EnsembleOfRegressorChains(n_chains=2, random_state=0)
     return kind(8, random_state=0)
 
 
@@ -55,7 +63,8 @@ def test_power_of_two_scale():
     assert SAFE_MAX < 1.3e154
 
 
-@pytest.mark.parametrize("kind", BOOSTING + ["cet", "dte"], ids=lambda k: getattr(k, "__name__", k))
+@pytest.mark.parametrize("kind", BOOSTING + ["cet", "dte", "dte_rf_et", "dte_erc"],
+                         ids=lambda k: getattr(k, "__name__", k))
 @pytest.mark.parametrize("factor", [2.0 ** 512, 2.0 ** 1000])   # about 1.3e154 and 1.1e301
 def test_huge_targets_predict_the_scaled_model(data, kind, factor):
     """|y| past 1.3e154 used to give all-NaN predictions; the fit on y * 2**k now predicts 2**k times the fit on y

@@ -33,6 +33,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from forestbench.ensemble._deep import _PRED_ET, _PRED_RF, _forest, as_seed_sequence, layer_score, layer_seed
+from forestbench.ensemble._target_scale import power_of_two_scale
 from forestbench.projections import ParameterError
 
 __all__ = ["RandomForestExtraTrees", "MultiLabelDeepForest", "EnsembleOfRegressorChains",
@@ -97,6 +98,10 @@ class RandomForestExtraTrees(_ScoresMixin, BaseEstimator):
     def fit(self, X, y):
         X = validate_data(self, X, reset=True, dtype=np.float32)
         Y, self._one_d = _targets(y, n_rows=X.shape[0])
+        # targets whose squares overflow are standardised from y / 2**e (exact; predict multiplies back)
+        self._y_pow2 = power_of_two_scale(Y)
+        if self._y_pow2 != 1.0:
+            Y = Y / self._y_pow2
         binary = bool(np.all((Y == 0) | (Y == 1)))
         self._mean = np.zeros(Y.shape[1]) if binary else Y.mean(axis=0)
         std = np.ones(Y.shape[1]) if binary else Y.std(axis=0)
@@ -114,6 +119,8 @@ class RandomForestExtraTrees(_ScoresMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float32)
         P = 0.5 * (self.rf_.predict(X).reshape(X.shape[0], -1) + self.et_.predict(X).reshape(X.shape[0], -1))
         P = P * self._scale + self._mean
+        if self._y_pow2 != 1.0:
+            P = P * self._y_pow2
         return P.ravel() if self._one_d else P
 
 
@@ -241,6 +248,11 @@ class EnsembleOfRegressorChains(_ScoresMixin, BaseEstimator):
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
         Y, self._one_d = _targets(y, n_rows=X.shape[0])
+        # the chains give the targets to scikit-learn's trees as float32 features: past 2**100 they are scaled by
+        # an exact power of two (float32 rounding commutes with it) and the predictions multiplied back
+        self._y_pow2 = power_of_two_scale(Y, safe_max=2.0 ** 100)
+        if self._y_pow2 != 1.0:
+            Y = Y / self._y_pow2
         self.chains_ = []
         for i in range(self.n_chains):
             seed = _seed_int(self.random_state, i)
@@ -252,6 +264,8 @@ class EnsembleOfRegressorChains(_ScoresMixin, BaseEstimator):
         check_is_fitted(self, "chains_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         P = sum(c.predict(X) for c in self.chains_) / len(self.chains_)
+        if self._y_pow2 != 1.0:
+            P = P * self._y_pow2
         return P.ravel() if self._one_d else P
 
 

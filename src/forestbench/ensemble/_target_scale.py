@@ -20,13 +20,13 @@ __all__ = ["SAFE_MAX", "power_of_two_scale"]
 SAFE_MAX = 2.0 ** 256
 
 
-def power_of_two_scale(Y) -> float:
-    """1.0 when max |Y| <= ``SAFE_MAX`` (or Y is empty), else the power of two ``2**e`` with max |Y| / 2**e in
-    [0.5, 1). ``Y`` must be finite."""
+def power_of_two_scale(Y, safe_max: float = SAFE_MAX) -> float:
+    """1.0 when max |Y| <= ``safe_max`` (or Y is empty), else the power of two ``2**e`` with max |Y| / 2**e in
+    [0.5, 1). ``Y`` must be finite. (A fit that turns targets into float32 features needs a lower ``safe_max``.)"""
     Y = np.asarray(Y)
     if Y.size == 0:
         return 1.0
     top = float(np.max(np.abs(Y)))
-    if not top > SAFE_MAX:
+    if not top > safe_max:
         return 1.0
     return math.ldexp(1.0, math.frexp(top)[1])
