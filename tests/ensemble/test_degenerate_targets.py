@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
 
 from forestbench.ensemble import _boosting_loop
 from forestbench.ensemble._boosting import (
@@ -109,6 +111,34 @@ def test_eval_set_is_checked_before_the_loop(data, cls, case, match):
                 "triple": (Xv, Yv, None), "single": (Xv,)}[case]
     with pytest.raises(ValueError, match=match):
         cls(3, random_state=0).fit(X, Y, eval_set=eval_set)
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@given(rows=st.integers(0, 12), shape=st.sampled_from(["1d", "2d", "3d"]), cols=st.integers(0, 5),
+       special=st.sampled_from([None, np.nan, np.inf, 1e300]), layout=st.sampled_from(["array", "list", "csr"]))
+def test_eval_set_fuzz_fits_with_matching_shapes_or_refuses(d, rows, shape, cols, special, layout):
+    """Any y_val either has X_val's rows and the training outputs (and is scored) or is refused with a
+    ValueError / TypeError: never read past its end."""
+    rng = np.random.RandomState(0)
+    X = rng.rand(30, 3).astype(np.float32)
+    Y = rng.rand(30, d)
+    Xv = rng.rand(8, 3).astype(np.float32)
+    Yv = rng.rand(*{"1d": (rows,), "2d": (rows, cols), "3d": (rows, cols, 2)}[shape])
+    if special is not None and Yv.size:
+        Yv.flat[0] = special
+    if layout == "list":
+        Yv = Yv.tolist()
+    elif layout == "csr" and shape == "2d":
+        Yv = sp.csr_matrix(Yv)
+    model = GBMORTRegressor(3, random_state=0)
+    try:
+        model.fit(X, Y if d > 1 else Y[:, 0], eval_set=(Xv, Yv))
+    except (ValueError, TypeError):
+        return
+    dense = np.asarray(Yv.toarray() if sp.issparse(Yv) else Yv, dtype=float)
+    assert dense.shape in ((8, d),) + (((8,),) if d == 1 else ())
+    assert np.isfinite(dense).all()
+    assert model.eval_sse_.shape == (3, d) and np.isfinite(model.eval_sse_).all()
 
 
 def test_eval_set_of_a_one_output_model_takes_1d_or_one_column(data):
