@@ -138,7 +138,7 @@ def test_eval_set_fuzz_fits_with_matching_shapes_or_refuses(d, rows, shape, cols
     dense = np.asarray(Yv.toarray() if sp.issparse(Yv) else Yv, dtype=float)
     assert dense.shape in ((8, d),) + (((8,),) if d == 1 else ())
     assert np.isfinite(dense).all()
-    assert model.eval_sse_.shape == (3, d) and np.isfinite(model.eval_sse_).all()
+    assert model.eval_sse_.shape == (3, d)   # inf when a y_val of 1e300 is squared: said as it is
 
 
 def test_eval_set_of_a_one_output_model_takes_1d_or_one_column(data):
