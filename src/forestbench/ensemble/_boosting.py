@@ -241,10 +241,9 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
         self.init_ = init * scale
         if val is not None:
             sse = res["val_sse"]
-            sst = ((val[1] - val[1].mean(axis=0)) ** 2).sum(axis=0)
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # a y_val far past y may overflow
+                sst = ((val[1] - val[1].mean(axis=0)) ** 2).sum(axis=0)
                 self.eval_macro_r2_ = np.mean(1.0 - sse / sst, axis=1)
-            with np.errstate(over="ignore"):
                 self.eval_sse_ = sse * square_scale
         res.pop("val_sse")
         self.train_scores_ = res.pop("train_scores") * scale
