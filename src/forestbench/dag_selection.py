@@ -75,15 +75,15 @@ def run_budget(spec: dict, prepared, split_file, out) -> dict:
     load_plugins(spec.get("plugins"))
     tune = spec["tune"]
     method = get_method(spec["method"])
-    X, Y, _, _, _, _ = training_part(spec, prepared, split_file)
+    X, Y, _, _, _, task = training_part(spec, prepared, split_file)
     staged = tune["staged"]
     reference = tune["budget"]["reference"]
     ref_method = get_method(reference["method"])
-    T = seconds_per_stage(lambda p: ref_method.build(p, spec.get("seed")), reference["params"], X, Y, staged,
+    T = seconds_per_stage(lambda p: ref_method.build(p, spec.get("seed"), task), reference["params"], X, Y, staged,
                           repeats=5)
     fixed = {k: v for k, v in spec.get("params", {}).items() if k != "input_layout"}
-    caps = budget_caps(lambda p: method.build({**fixed, **p}, spec.get("seed")), spec["candidates"], X, Y, staged,
-                       tune["budget"]["multiple"], T, int(fixed.get(staged) or 100))
+    caps = budget_caps(lambda p: method.build({**fixed, **p}, spec.get("seed"), task), spec["candidates"], X, Y,
+                       staged, tune["budget"]["multiple"], T, int(fixed.get(staged) or 100))
     doc = {"reference_seconds": T, "multiple": tune["budget"]["multiple"], "reference": reference, "caps": caps,
            "dataset": spec["dataset"], "variant": spec["variant"], "measured_on": spec.get("host")}
     write_json(out, doc)
@@ -101,7 +101,7 @@ def run_chunk(spec: dict, prepared, split_file, out, cache_dir, budget: dict | N
     tune = spec["tune"]
 
     def make(params):
-        return method.build({**fixed, **params}, spec.get("seed"))
+        return method.build({**fixed, **params}, spec.get("seed"), task)
 
     caps = budget["caps"] if budget else None
     results, reused = [], 0

@@ -179,7 +179,7 @@ def _with_selection(estimator, spec: dict, method, task: str, selected: dict | N
         if selected is None:
             raise ConfigError(f"{spec['experiment']}/{spec['variant']}: tuned with mode dag, but no --selected "
                               "file was given (the workflow's select rule writes it)")
-        return method.build({**spec.get("params", {}), **selected["params"]}, spec.get("seed")), selected
+        return method.build({**spec.get("params", {}), **selected["params"]}, spec.get("seed"), task), selected
     from forestbench.selection import GridSelection
     from forestbench.tuning import candidates
 
@@ -212,7 +212,8 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
     if not sp.issparse(Y_fit) and Y_fit.ndim == 2 and Y_fit.shape[1] == 1:
         Y_fit = Y_fit.ravel()
 
-    estimator = method.build(params, spec.get("seed"))
+    # the dataset's task reaches the estimator (registry task_params) instead of being guessed from y's values
+    estimator = method.build(params, spec.get("seed"), ds.task)
     if (spec.get("tune") or {}).get("budget") and budget is None and spec["tune"]["mode"] == "inner":
         raise ConfigError(f"{spec['experiment']}/{spec['variant']}: tune.budget needs the budget file (--budget)")
     estimator, selection = _with_selection(estimator, spec, method, ds.task, selected, budget)
@@ -228,6 +229,7 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
         "spec": spec,
         "experiment": spec["experiment"], "dataset": spec["dataset"], "variant": spec["variant"],
         "method": spec["method"], "params": spec.get("params", {}), "repeat": int(spec["repeat"]),
+        "task_params": method.params_for_task(ds.task, params),
         "seed": spec.get("seed"),
         "scores": scores, "undefined_scores": undefined,
         "higher_is_better": {m.name: m.higher_is_better for m in metrics},

@@ -46,7 +46,9 @@ import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from forestbench.ensemble._target_scale import power_of_two_scale
 
 __all__ = [
     "STGradientBoostingRegressor",
@@ -101,6 +103,7 @@ def initial_constants(loss, Y):
 
 class _BaseBoosting(RegressorMixin, BaseEstimator):
     _algorithm = "mort"
+    _y_scale = 1.0   # power of two the regression targets were divided by (see _fit_coded)
 
     _parameter_constraints: dict = {
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -162,6 +165,26 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
             raise ValueError("Input y contains NaN or infinity")
         return X, Y
 
+    def _check_eval_set(self, eval_set, d):
+        """``(X_val, y_val)`` checked like the training data: X_val with the training columns, y_val numeric,
+        finite, with X_val's rows and the training outputs (1-D or one column when y had one output)."""
+        if not (isinstance(eval_set, (tuple, list)) and len(eval_set) == 2):
+            raise ValueError(f"eval_set must be a pair (X_val, y_val), got {type(eval_set).__name__}"
+                             + (f" of length {len(eval_set)}" if isinstance(eval_set, (tuple, list)) else ""))
+        Xv = np.asfortranarray(self._check_X(eval_set[0], reset=False))
+        yv = eval_set[1]
+        if sp.issparse(yv):
+            yv = yv.toarray()
+        Yv = check_array(yv, ensure_2d=False, dtype=np.float64, ensure_all_finite=True, ensure_min_samples=0,
+                         input_name="eval_set y_val")
+        shape = Yv.shape
+        if Yv.ndim == 1 and d == 1:
+            Yv = Yv[:, None]
+        if Yv.ndim != 2 or Yv.shape != (Xv.shape[0], d):
+            raise ValueError(f"eval_set: y_val has shape {shape}, expected ({Xv.shape[0]}, {d}): X_val's "
+                             f"{Xv.shape[0]} rows and the {d} output(s) of the training y")
+        return Xv, Yv
+
     def _code_targets(self, Y):
         if self.loss != "logistic":
             return Y
@@ -187,8 +210,7 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
         X, Y = self._check_XY(X, y)
         val = None
         if eval_set is not None:
-            Xv = np.asfortranarray(self._check_X(eval_set[0], reset=False))
-            Yv = np.asarray(eval_set[1], dtype=np.float64).reshape(Xv.shape[0], -1)
+            Xv, Yv = self._check_eval_set(eval_set, Y.shape[1])
             val = (Xv, self._code_targets(Yv))
         self._fit_coded(X, self._code_targets(Y), val)
         return self
@@ -199,25 +221,37 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
         self.n_outputs_ = d
         self.max_features_ = _resolve_max_features(self.max_features, p)
         projection, q = self._loop_options(d)
-        self.init_ = initial_constants(self.loss, Yc)
+        # targets whose squares overflow are fitted divided by a power of two (exact; undone on predict)
+        scale = 1.0 if self.loss == "logistic" else power_of_two_scale(Yc)
+        if scale != 1.0:
+            Yc = Yc / scale
+            val = None if val is None else (val[0], val[1] / scale)
+        self._y_scale = scale
+        init = initial_constants(self.loss, Yc)
         tree_seed, proj_seed = _seeds(self.random_state)
-        res = _loop().boost(np.asfortranarray(X), Yc, self.init_, self._algorithm, self.loss,
+        res = _loop().boost(np.asfortranarray(X), Yc, init, self._algorithm, self.loss,
                             int(self.n_estimators), float(self.learning_rate), int(self.max_leaf_nodes),
                             int(self.max_features_), projection, int(q), tree_seed, proj_seed,
                             bool(self.monitor_train_loss), self.tree_builder == "presort",
                             None if val is None else val[0], None if val is None else val[1],
                             self.line_search == "brent")
+        # the public init_, scores and losses are in the units of y (squared errors may overflow to inf there)
+        square_scale = scale * scale
+        loss_scale = square_scale if self.loss == "square" else scale
+        self.init_ = init * scale
         if val is not None:
-            self.eval_sse_ = res["val_sse"]
-            sst = ((val[1] - val[1].mean(axis=0)) ** 2).sum(axis=0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                self.eval_macro_r2_ = np.mean(1.0 - self.eval_sse_ / sst, axis=1)
+            sse = res["val_sse"]
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # a y_val far past y may overflow
+                sst = ((val[1] - val[1].mean(axis=0)) ** 2).sum(axis=0)
+                self.eval_macro_r2_ = np.mean(1.0 - sse / sst, axis=1)
+                self.eval_sse_ = sse * square_scale
         res.pop("val_sse")
-        self.train_scores_ = res.pop("train_scores")
+        self.train_scores_ = res.pop("train_scores") * scale
         self.stage_fit_seconds_ = res.pop("stage_seconds")
         loss_path = res.pop("train_loss")
         if self.monitor_train_loss:
-            self.train_loss_ = loss_path
+            with np.errstate(over="ignore"):
+                self.train_loss_ = loss_path * loss_scale
         self._model = res
         per_stage = d if self._algorithm == "st" else 1
         self.n_stages_ = int(self.n_estimators)
@@ -235,7 +269,11 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
                             _KIND[self._algorithm], t0, t1, F)
 
     def _raw_init(self, n):
-        return np.tile(self.init_, (n, 1)).astype(np.float64)
+        return np.tile(self.init_ / self._y_scale, (n, 1)).astype(np.float64)
+
+    def _unscale(self, F):
+        """Scores in the units of y (the trees were fitted on y / ``_y_scale``, a power of two: exact)."""
+        return F if self._y_scale == 1.0 else F * self._y_scale
 
     def _output(self, F):
         if self.loss == "logistic":
@@ -248,7 +286,7 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
         X = np.asfortranarray(self._check_X(X, reset=False))
         F = self._raw_init(X.shape[0])
         self._add_trees(X, F, 0, self.n_trees_)
-        return F
+        return self._unscale(F)
 
     def predict(self, X):
         """One score column per output (probabilities for the logistic loss)."""
@@ -261,7 +299,7 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
         k = self._trees_per_stage()
         for stage in range(self.n_stages_):
             self._add_trees(X, F, stage * k, (stage + 1) * k)
-            yield F.copy()
+            yield self._unscale(F.copy())
 
     def staged_predict(self, X):
         """Yield the prediction after each stage (one iteration; one round of d trees for st-gbrt)."""

@@ -531,6 +531,9 @@ def line_search(str loss, y, f, g, str method="newton"):
     f = np.ascontiguousarray(f, dtype=np.float64)
     g = np.ascontiguousarray(g, dtype=np.float64)
     cdef intp_t n = y.shape[0]
+    if y.ndim != 1 or f.shape != y.shape or g.shape != y.shape or n < 1:
+        raise ValueError(f"line_search: y, f and g must be 1-D of one length >= 1, got shapes {y.shape}, "
+                         f"{f.shape}, {g.shape}")
     r = np.empty(n)
     cdef float64_t[::1] yv = y, fv = f, gv = g, rv = r
     cdef WPair* work = <WPair*> malloc((n + 1) * sizeof(WPair))
@@ -1280,6 +1283,46 @@ cdef class PresortBuilder:
 # --------------------------------------------------------------------------------------------------------------
 # the loop
 
+def _shape_error(name, arr, expected):
+    return ValueError(f"boost: {name} has shape {getattr(arr, 'shape', None)}, expected {expected}")
+
+
+def _check_boost_inputs(X, Y, F0, algo_name, loss_name, n_iter, max_leaf_nodes, max_features, projection, q,
+                        X_val, Y_val):
+    """Refuse, before any compiled loop runs, inputs whose shapes or types would make it read out of bounds."""
+    if algo_name not in ALGORITHMS:
+        raise ValueError(f"boost: unknown algorithm {algo_name!r} (one of {sorted(ALGORITHMS)})")
+    if loss_name not in LOSSES:
+        raise ValueError(f"boost: unknown loss {loss_name!r} (one of {sorted(LOSSES)})")
+    if algo_name in ("rpo", "relabel") and projection not in PROJECTIONS:
+        raise ValueError(f"boost: unknown projection {projection!r} (one of {sorted(PROJECTIONS)})")
+    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float32):
+        raise ValueError(f"boost: X must be a 2-D float32 array, got {type(X).__name__} "
+                         f"{getattr(X, 'dtype', '')} {getattr(X, 'shape', '')}")
+    n, p = X.shape
+    if n < 1 or p < 1:
+        raise _shape_error("X", X, "(n >= 1, p >= 1)")
+    if not (isinstance(Y, np.ndarray) and Y.ndim == 2 and Y.shape[0] == n and Y.shape[1] >= 1):
+        raise _shape_error("Y", Y, f"({n}, d >= 1) like X's {n} rows")
+    d = Y.shape[1]
+    if np.ndim(F0) != 1 or np.shape(F0)[0] != d:
+        raise _shape_error("F0", F0, f"({d},), one constant per output")
+    if n_iter < 1 or max_leaf_nodes < 2:
+        raise ValueError(f"boost: n_iter={n_iter} must be >= 1 and max_leaf_nodes={max_leaf_nodes} >= 2")
+    if not 1 <= max_features <= p:
+        raise ValueError(f"boost: max_features={max_features} must lie in [1, {p}]")
+    if algo_name == "relabel" and q < 1:
+        raise ValueError(f"boost: q={q} projected outputs must be >= 1")
+    if (X_val is None) != (Y_val is None):
+        raise ValueError("boost: give both X_val and Y_val or neither")
+    if X_val is not None:
+        if not (isinstance(X_val, np.ndarray) and X_val.ndim == 2 and X_val.dtype == np.float32
+                and X_val.shape[1] == p):
+            raise _shape_error("X_val", X_val, f"(m, {p}) float32, the columns of X")
+        if not (isinstance(Y_val, np.ndarray) and Y_val.ndim == 2 and Y_val.shape == (X_val.shape[0], d)):
+            raise _shape_error("Y_val", Y_val, f"({X_val.shape[0]}, {d}): X_val's rows and Y's outputs")
+
+
 def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learning_rate,
           intp_t max_leaf_nodes, intp_t max_features, str projection, intp_t q,
           unsigned long long tree_seed, unsigned long long proj_seed, bint track_loss=False,
@@ -1292,6 +1335,8 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     """
     # the stage times count from here: the one-off work (copies, the sort of every input column) is included
     cdef float64_t t_start = _now()
+    _check_boost_inputs(X, Y, F0, algo_name, loss_name, n_iter, max_leaf_nodes, max_features, projection, q,
+                        X_val, Y_val)
     cdef int algo = ALGORITHMS[algo_name], loss = LOSSES[loss_name]
     cdef int pkind = PROJECTIONS[projection] if algo in (RPO, RELABEL) else 0
     cdef intp_t n = X.shape[0], p = X.shape[1], d = Y.shape[1], i, j, k, l, m, t
@@ -1565,6 +1610,52 @@ cdef dict _export(Model* M, int algo):
     return out
 
 
+cdef int _check_predict_inputs(object X, const intp_t[::1] left, const intp_t[::1] right,
+                               const intp_t[::1] feature, const float64_t[::1] threshold,
+                               const intp_t[::1] leaf_index, const intp_t[::1] node_ptr, const intp_t[::1] leaf_ptr,
+                               const float64_t[::1] values, const float64_t[:, ::1] coef, const intp_t[::1] output,
+                               int kind, intp_t t_start, intp_t t_end, intp_t n_rows, intp_t d) except -1:
+    """Refuse, before the compiled traversal runs, inputs it would read out of bounds: X against the split
+    features of trees [t_start, t_end), F (``n_rows`` x ``d``) against X's rows and the model's outputs, the tree
+    range and the leaf tables. The model arrays are the ones ``boost`` exported (their sizes are checked here).
+    Typed loops over the range's nodes only, so that a staged prediction (one call per stage) stays cheap."""
+    cdef intp_t n_trees = node_ptr.shape[0] - 1, nn = left.shape[0], t, node, lo, hi, width, p
+    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float32):
+        raise ValueError(f"predict_add: X must be a 2-D float32 array, got {type(X).__name__} "
+                         f"{getattr(X, 'dtype', '')} {getattr(X, 'shape', '')}")
+    p = X.shape[1]
+    if not 0 <= t_start <= t_end <= n_trees:
+        raise ValueError(f"predict_add: tree range [{t_start}, {t_end}) outside the model's {n_trees} trees")
+    if n_rows != X.shape[0]:
+        raise ValueError(f"predict_add: F has {n_rows} rows, X has {X.shape[0]}")
+    if not (right.shape[0] == nn and feature.shape[0] == nn and threshold.shape[0] == nn
+            and leaf_index.shape[0] == nn and leaf_ptr.shape[0] == n_trees + 1
+            and (output.shape[0] == 0 or output.shape[0] == n_trees)):
+        raise ValueError("predict_add: the model's node arrays disagree in length")
+    if t_end == t_start:
+        return 0
+    lo, hi = node_ptr[t_start], node_ptr[t_end]
+    if not 0 <= lo <= hi <= nn:
+        raise ValueError("predict_add: node_ptr points outside the node arrays")
+    for node in range(lo, hi):
+        if left[node] != TREE_LEAF and (feature[node] < 0 or feature[node] >= p):
+            raise ValueError(f"predict_add: X has {p} columns but the trees split on feature {feature[node]}")
+    width = d if kind == 0 else 1
+    if leaf_ptr[t_end] * width > values.shape[0]:
+        raise ValueError(f"predict_add: values holds {values.shape[0]} numbers, the trees need "
+                         f"{leaf_ptr[t_end] * width}")
+    if kind == 1 and (coef.shape[0] < t_end or coef.shape[1] != d):
+        raise ValueError(f"predict_add: coef has shape ({coef.shape[0]}, {coef.shape[1]}), expected "
+                         f"({n_trees}, {d})")
+    if kind == 2:
+        if output.shape[0] < t_end:
+            raise ValueError("predict_add: the model has no output column per tree")
+        for t in range(t_start, t_end):
+            if output[t] < 0 or output[t] >= d:
+                raise ValueError(f"predict_add: a tree adds to output {output[t]}, F has {d} columns")
+    return 0
+
+
 def predict_add(X, const intp_t[::1] left, const intp_t[::1] right, const intp_t[::1] feature,
                 const float64_t[::1] threshold, const intp_t[::1] leaf_index, const intp_t[::1] node_ptr,
                 const intp_t[::1] leaf_ptr, const float64_t[::1] values, const float64_t[:, ::1] coef,
@@ -1578,6 +1669,8 @@ def predict_add(X, const intp_t[::1] left, const intp_t[::1] right, const intp_t
     cdef intp_t rs = X.strides[0] // 4, cs = X.strides[1] // 4
     cdef const float32_t* Xp = &Xv[0, 0] if n > 0 else NULL
     cdef float64_t v
+    _check_predict_inputs(X, left, right, feature, threshold, leaf_index, node_ptr, leaf_ptr, values, coef, output,
+                          kind, t_start, t_end, F.shape[0], d)
     if n == 0:
         return
     with nogil:

@@ -14,9 +14,18 @@ Choices where the thesis is silent (also listed in the project's configuration R
   :mod:`forestbench.linear._stagewise`). Zero-variance columns (the roots) are never selected.
 - **Whitening.** Outputs are whitened inside the path. Inputs are not rescaled: Extra-Trees cut points are drawn
   uniformly between a node's minimum and maximum, so an affine rescaling of a feature gives the same partition.
-- **Classification** (binary only): the forest and the path regress the 0/1 label, ``predict`` returns the score
-  on the 0/1 scale (threshold 0.5), and the CV loss is the 0-1 loss (``loss="auto"`` picks it for a binary
-  target). More than two classes is an error. Folds are stratified for classification.
+- **Classification** (binary only, ``loss="zero_one"``): the forest and the path regress the indicator of the
+  second class, ``predict`` returns the score on that 0/1 scale (threshold 0.5), and the CV loss is the 0-1 loss.
+  More than two classes, or a single one, is an error. Folds are stratified for classification.
+  ``loss="auto"`` never moves a numeric target to another scale: it picks the 0-1 loss only for labels that are
+  already 0/1 (or bool) or are not numbers (e.g. two strings); any other numeric target, two-valued ones such as
+  {3, 7} and constant ones included, is regressed with the squared loss on its own scale. The workflow does not
+  rely on "auto": it sets ``loss`` from the dataset's task (the registry's ``task_params``).
+- **Huge targets.** Regression targets with max |y| above 2**256 are divided by a power of two before the forest
+  and the path see them and the compressed forest's leaf values are multiplied back (exact: see
+  :mod:`forestbench.ensemble._target_scale`), so |y| up to the float64 limit predicts finite values; ``path_``
+  is then in the scaled units, ``coef_`` / ``intercept_`` in those of y.
+- **Sparse y** is densified (the path works on dense outputs).
 - **Cross-validation** (thesis Sec. 7.2): per fold a new forest is grown on the learning part and FS_eps runs on the
   same part; the validation losses of the path points t = 0, eps, 2 eps, ... up to ``max_t`` are averaged over the
   folds (a fold whose path stopped early keeps its last model) and ``t*`` is the smallest minimiser. The final forest
@@ -42,6 +51,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from forestbench.ensemble._target_scale import power_of_two_scale
 from forestbench.linear._stagewise import COLUMN_SCALINGS, forward_stagewise_path
 
 __all__ = ["CompressedExtraTreesRegressor"]
@@ -70,7 +80,9 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
     cv : int >= 2, default 10
         Folds of the cross-validation over t.
     loss : "auto", "squared" or "zero_one", default "auto"
-        CV loss. "auto": 0-1 loss for a binary target, squared error otherwise.
+        CV loss and kind of target. "zero_one": binary classification (score of the second class); "squared":
+        regression on the target's own scale; "auto": "zero_one" for 0/1 (or bool) labels and for two non-numeric
+        labels, "squared" for every other target (see the module docstring).
     column_scaling : "standardize", "unit_norm" or "none", default "standardize"
         Scaling of the node-indicator columns before FS_eps (all are centred).
     n_jobs : int or None
@@ -148,7 +160,7 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
 
     def _targets(self, y):
         """Float (n, d) targets, the CV loss, the classes of a binary target and whether y was 1-D."""
-        y_arr = np.asarray(y)
+        y_arr = y.toarray(order="C") if sp.issparse(y) else np.asarray(y)
         if y_arr.ndim not in (1, 2) or y_arr.shape[0] == 0:
             raise ValueError(f"y must be 1-D or 2-D with at least one row, got shape {y_arr.shape}")
         one_d = y_arr.ndim == 1
@@ -160,7 +172,10 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
         numeric = y_arr.dtype.kind in "biuf"
         loss = self.loss
         if loss == "auto":
-            loss = "zero_one" if kind == "binary" else "squared"
+            # classification only when the labels are already on the 0/1 scale or are not numbers: a numeric
+            # target with other values (two-valued or constant ones included) is regressed on its own scale
+            zero_one_labels = kind == "binary" and (not numeric or np.array_equal(np.unique(y_col), [0, 1]))
+            loss = "zero_one" if zero_one_labels else "squared"
         classes = None
         if loss == "zero_one":
             if y_col is None:
@@ -170,6 +185,9 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
             if classes.shape[0] > 2:
                 raise ValueError(f"compressed extra-trees support binary classification only: y has "
                                  f"{classes.shape[0]} classes ({kind}); use a regression target or two classes")
+            if classes.shape[0] < 2:
+                raise ValueError(f"loss='zero_one' needs two classes in y; it holds the single value "
+                                 f"{classes[0]!r} (use loss='squared' to regress a constant target)")
             Y = (y_col == classes[-1]).astype(np.float64).reshape(-1, 1)
         else:
             if not numeric:
@@ -211,6 +229,10 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
         Y, loss, classes, one_d = self._targets(y)
         if Y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {Y.shape[0]}")
+        # regression targets whose squares overflow are fitted divided by a power of two (exact, undone below)
+        scale = power_of_two_scale(Y) if loss == "squared" else 1.0
+        if scale != 1.0:
+            Y = Y / scale
         eps = float(self.epsilon)
         base_seed, split_seed, fold_seeds = self._seeds()
 
@@ -251,7 +273,10 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
         left, right, feature, threshold, offsets = tree_node_arrays(forest)
         nl, nr, nf, nt, value, roots, constant = _indicator.compress_flat_forest(
             left, right, feature, threshold, offsets, np.ascontiguousarray(w))
-        self.forest_ = FlatForest(nl, nr, nf, nt, value, roots, b + constant)
+        intercept = b + constant
+        if scale != 1.0:   # back to the units of y
+            value, intercept, w, b = value * scale, intercept * scale, w * scale, b * scale
+        self.forest_ = FlatForest(nl, nr, nf, nt, value, roots, intercept)
         t_end = time.perf_counter()
 
         self.path_ = path

@@ -51,6 +51,10 @@ Where the paper leaves a choice open, this implementation decides as follows (al
   (``pca_validation``: k-fold when an int, a hold-out fraction when a float); the best value is refitted on all
   training rows. One value fixes the size without tuning.
 - **D13 layer count.** Layers are numbered 1..max_layers; ``n_layers_`` is the selected layer's number.
+- **Degenerate targets** (beyond the paper). Constant regression outputs are predicted exactly (they standardise
+  to 0) and left out of the layer scores' aRRMSE; a label matrix of one value scores every layer 0, so the first
+  layer is kept. Regression targets with max |y| above 2**256 are divided by a power of two before the cascade
+  and its predictions multiplied back (exact; :mod:`forestbench.ensemble._target_scale`). A sparse y is densified.
 """
 from __future__ import annotations
 
@@ -58,12 +62,14 @@ import numbers
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from forestbench.ensemble._embedding import TreeEmbedding, forest_node_indicator, n_components_for
+from forestbench.ensemble._target_scale import power_of_two_scale
 from forestbench.projections import ParameterError
 
 __all__ = ["DeepTreeEnsemble", "VARIANTS", "layer_seed", "as_seed_sequence"]
@@ -122,12 +128,26 @@ def _predict2d(forest, X):
 
 def layer_score(task, Y, P, Y_train=None):
     """Training score of a layer: micro-AUC (multi-label, higher is better) or minus aRRMSE (regression), so
-    that higher is always better."""
+    that higher is always better.
+
+    Targets that do not define the score rank every layer alike, so they score 0 instead of failing the fit: a
+    label matrix holding a single value (micro-AUC needs both), and for aRRMSE the outputs whose values all equal
+    the reference mean (constant outputs), which are left out of the average (0 when no output is left)."""
     from forestbench.metrics import arrmse, micro_auc
 
+    Y = np.asarray(Y)
     if task == "multilabel":
+        if Y.size == 0 or Y.min() == Y.max():
+            return 0.0
         return micro_auc(Y, P)
-    return -arrmse(Y, P, Y if Y_train is None else Y_train)
+    ref = Y if Y_train is None else np.asarray(Y_train)
+    Y2, P2, R2 = (a.reshape(a.shape[0], -1) for a in (Y, np.asarray(P), ref))
+    defined = ((Y2 - R2.mean(axis=0)) ** 2).sum(axis=0) > 0
+    if not defined.any():
+        return 0.0
+    if defined.all():
+        return -arrmse(Y2, P2, R2)
+    return -arrmse(Y2[:, defined], P2[:, defined], R2[:, defined])
 
 
 class _Layer:
@@ -212,7 +232,8 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
     os_n_estimators : int or None, default None
         Trees of the OS fold forests (None: ``n_estimators``).
     task : {"auto", "multilabel", "regression"}, default "auto"
-        "auto" treats 0/1 targets as multi-label and anything else as regression.
+        "auto" treats 0/1 targets as multi-label and anything else as regression. The workflow sets it from the
+        dataset's task (the registry's ``task_params``).
     pruning_score : {"train", "oob"}, default "train"
         Score of a layer for pruning: "train" scores the resubstitution predictions of its RF and ET (the paper's
         reading); "oob" scores the out-of-bag predictions of its RF (fully grown forests score about 1.0 on their
@@ -239,6 +260,8 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
     fit_time_split_ : list of dicts, per built layer the seconds spent in embedding forests, path extraction,
         PCA, OS cross-validation, prediction forests and scoring.
     """
+
+    _y_pow2 = 1.0   # power of two the regression targets were divided by (see fit)
 
     _parameter_constraints = {
         "variant": [StrOptions(set(VARIANTS))],
@@ -298,7 +321,7 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         return fractions
 
     def _check_targets(self, y):
-        Y = np.asarray(y, dtype=np.float64)
+        Y = np.asarray(y.toarray(order="C") if sp.issparse(y) else y, dtype=np.float64)
         one_d = Y.ndim == 1
         if one_d:
             Y = Y.reshape(-1, 1)
@@ -334,6 +357,10 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         self.task_ = task
         self._y_one_d = one_d
         self.n_outputs_ = Y.shape[1]
+        # regression targets whose squares overflow: the cascade sees y / 2**e (exact), _finish multiplies back
+        self._y_pow2 = power_of_two_scale(Y) if task == "regression" else 1.0
+        if self._y_pow2 != 1.0:
+            Y = Y / self._y_pow2
         if task == "regression":
             self._y_mean = Y.mean(axis=0)
             std = Y.std(axis=0)
@@ -487,6 +514,8 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
 
     def _finish(self, P):
         P = P * self._y_scale + self._y_mean
+        if self._y_pow2 != 1.0:
+            P = P * self._y_pow2
         return P.ravel() if self._y_one_d else P
 
     def predict(self, X):

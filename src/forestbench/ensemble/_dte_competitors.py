@@ -33,17 +33,23 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from forestbench.ensemble._deep import _PRED_ET, _PRED_RF, _forest, as_seed_sequence, layer_score, layer_seed
+from forestbench.ensemble._target_scale import power_of_two_scale
 from forestbench.projections import ParameterError
 
 __all__ = ["RandomForestExtraTrees", "MultiLabelDeepForest", "EnsembleOfRegressorChains",
            "EnsembleOfClassifierChains", "TunedMLP", "TunedMLkNN", "RakelOverlapping"]
 
 
-def _targets(y, *, multilabel=None):
+def _targets(y, *, multilabel=None, n_rows=None):
+    """y as float (n, d) and whether it was 1-D; ``n_rows``: the rows of X it must match."""
     Y = np.asarray(y.toarray() if sp.issparse(y) else y, dtype=np.float64)
     one_d = Y.ndim == 1
     if one_d:
         Y = Y.reshape(-1, 1)
+    if Y.ndim != 2:
+        raise ParameterError(f"y must be 1-D or 2-D, got shape {Y.shape}")
+    if n_rows is not None and Y.shape[0] != n_rows:
+        raise ParameterError(f"X has {n_rows} rows but y has {Y.shape[0]}")
     if not np.all(np.isfinite(Y)):
         raise ParameterError("y contains NaN or infinite values")
     if multilabel:
@@ -91,7 +97,11 @@ class RandomForestExtraTrees(_ScoresMixin, BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         X = validate_data(self, X, reset=True, dtype=np.float32)
-        Y, self._one_d = _targets(y)
+        Y, self._one_d = _targets(y, n_rows=X.shape[0])
+        # targets whose squares overflow are standardised from y / 2**e (exact; predict multiplies back)
+        self._y_pow2 = power_of_two_scale(Y)
+        if self._y_pow2 != 1.0:
+            Y = Y / self._y_pow2
         binary = bool(np.all((Y == 0) | (Y == 1)))
         self._mean = np.zeros(Y.shape[1]) if binary else Y.mean(axis=0)
         std = np.ones(Y.shape[1]) if binary else Y.std(axis=0)
@@ -109,6 +119,8 @@ class RandomForestExtraTrees(_ScoresMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float32)
         P = 0.5 * (self.rf_.predict(X).reshape(X.shape[0], -1) + self.et_.predict(X).reshape(X.shape[0], -1))
         P = P * self._scale + self._mean
+        if self._y_pow2 != 1.0:
+            P = P * self._y_pow2
         return P.ravel() if self._one_d else P
 
 
@@ -157,7 +169,7 @@ class MultiLabelDeepForest(_ScoresMixin, BaseEstimator):
         from forestbench.metrics import get_metric
 
         X = validate_data(self, X, reset=True, dtype=np.float32, ensure_min_samples=2)
-        Y, _ = _targets(y, multilabel=True)
+        Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         if X.shape[0] < self.cv:
             raise ParameterError(f"cv={self.cv} needs at least as many training rows, got {X.shape[0]}")
         metric = get_metric(self.metric)
@@ -235,7 +247,12 @@ class EnsembleOfRegressorChains(_ScoresMixin, BaseEstimator):
         from sklearn.tree import DecisionTreeRegressor
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, self._one_d = _targets(y)
+        Y, self._one_d = _targets(y, n_rows=X.shape[0])
+        # the chains give the targets to scikit-learn's trees as float32 features: past 2**100 they are scaled by
+        # an exact power of two (float32 rounding commutes with it) and the predictions multiplied back
+        self._y_pow2 = power_of_two_scale(Y, safe_max=2.0 ** 100)
+        if self._y_pow2 != 1.0:
+            Y = Y / self._y_pow2
         self.chains_ = []
         for i in range(self.n_chains):
             seed = _seed_int(self.random_state, i)
@@ -247,6 +264,8 @@ class EnsembleOfRegressorChains(_ScoresMixin, BaseEstimator):
         check_is_fitted(self, "chains_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         P = sum(c.predict(X) for c in self.chains_) / len(self.chains_)
+        if self._y_pow2 != 1.0:
+            P = P * self._y_pow2
         return P.ravel() if self._one_d else P
 
 
@@ -266,7 +285,7 @@ class EnsembleOfClassifierChains(_ScoresMixin, BaseEstimator):
         from sklearn.tree import DecisionTreeClassifier
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, _ = _targets(y, multilabel=True)
+        Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         self.chains_ = []
         for i in range(self.n_chains):
             seed = _seed_int(self.random_state, i)
@@ -316,7 +335,7 @@ class TunedMLP(_ScoresMixin, BaseEstimator):
         from sklearn.preprocessing import StandardScaler
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, self._one_d = _targets(y)
+        Y, self._one_d = _targets(y, n_rows=X.shape[0])
         binary = bool(np.all((Y == 0) | (Y == 1)))
         task = ("multilabel" if binary and Y.shape[1] > 1 else "regression") if self.task == "auto" else self.task
         if task == "multilabel":
@@ -396,7 +415,7 @@ class TunedMLkNN(_ScoresMixin, BaseEstimator):
         from sklearn.model_selection import KFold
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, _ = _targets(y, multilabel=True)
+        Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         Yi = Y.astype(int)
         kf = KFold(self.cv, shuffle=True, random_state=_seed_int(self.random_state, 0))
         results = {}
@@ -448,7 +467,7 @@ class RakelOverlapping(_ScoresMixin, BaseEstimator):
         from sklearn.svm import LinearSVC
 
         X = validate_data(self, X, reset=True, dtype=np.float64)
-        Y, _ = _targets(y, multilabel=True)
+        Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         m = Y.shape[1]
         count = self.model_count or 2 * m
         size = min(self.labelset_size, m)

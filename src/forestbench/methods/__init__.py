@@ -18,6 +18,10 @@ What an entry declares:
   ``forestbench plan``. Default: ``forestbench.resources.forest_cost`` (tree ensembles).
 - ``classifier``: a scikit-learn single-label classifier whose ``predict`` is replaced by one score column per
   class (``forestbench.classifier_scores.ClassifierScores``).
+- ``task_params``: ``{dataset task: {parameter: value}}``, the parameters the workflow sets from the task of the
+  dataset a job fits (``regression``, ``multioutput_regression``, ``multilabel``, ``binary``, ``multiclass``), so
+  that an estimator never has to guess the task from the values of y (a two-valued regression target is not a
+  binary class label). A variant that sets the parameter itself keeps its value.
 
 Capabilities are read from the estimator class, as scikit-learn does: ``staged_predict`` (staged scores in the
 run record, staged selection of ``n_estimators``), ``run_info_()`` (extra record fields), ``__sklearn_tags__``.
@@ -47,6 +51,7 @@ class MethodSpec:
     description: str = ""
     classifier: bool = False
     registered_by: str = field(default="", compare=False)
+    task_params: dict | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ the estimator, imported on demand
     def estimator_class(self):
@@ -73,9 +78,16 @@ class MethodSpec:
     def accepts(self, name: str) -> bool:
         return name in self.parameters()
 
-    def build(self, params: dict, seed: int | None = None):
-        """A new estimator with ``params``; ``random_state`` comes from ``seed`` unless ``params`` sets it."""
-        params = dict(params)
+    def params_for_task(self, task: str | None, params: dict | None = None) -> dict:
+        """The parameters the workflow sets for a dataset of ``task`` (those ``params`` does not set itself)."""
+        if task is None or not self.task_params:
+            return {}
+        return {k: v for k, v in self.task_params.get(task, {}).items() if k not in (params or {})}
+
+    def build(self, params: dict, seed: int | None = None, task: str | None = None):
+        """A new estimator with ``params``; ``random_state`` comes from ``seed`` unless ``params`` sets it, and
+        the ``task_params`` of ``task`` (the dataset's task) fill the parameters ``params`` leaves unset."""
+        params = {**self.params_for_task(task, params), **params}
         if seed is not None and "random_state" not in params and self.accepts("random_state"):
             params["random_state"] = int(seed)
         self.check_names(params)
@@ -136,7 +148,7 @@ PLANNED: dict[str, str] = {}
 
 
 def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callable[..., Any] | None = None,
-             description: str = "", classifier: bool = False) -> MethodSpec:
+             description: str = "", classifier: bool = False, task_params: dict | None = None) -> MethodSpec:
     """Register ``name``; see the module docstring. Registering a name twice is an error."""
     if not isinstance(estimator, str) or ":" not in estimator:
         raise ValueError(f"method {name!r}: estimator must be 'package.module:Name', got {estimator!r}")
@@ -144,7 +156,8 @@ def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callabl
         raise ValueError(f"method {name!r} is registered twice ({METHODS[name].estimator} and {estimator})")
     # the registering module, from the caller's frame (inspect.stack() would read every frame's source: ~20 ms a call)
     caller = sys._getframe(1).f_globals.get("__name__", "")
-    spec = MethodSpec(name, estimator, sparse_y, cost, description, classifier, caller)
+    spec = MethodSpec(name, estimator, sparse_y, cost, description, classifier, caller,
+                      {task: dict(values) for task, values in (task_params or {}).items()} or None)
     METHODS[name] = spec
     PLANNED.pop(name, None)
     return spec
@@ -172,8 +185,8 @@ def get_method(name: str) -> MethodSpec:
         raise ConfigError(f"unknown method {name!r}{hint} (known: {', '.join(sorted(METHODS))})") from None
 
 
-def build_estimator(name: str, params: dict, seed: int | None):
-    return get_method(name).build(params, seed)
+def build_estimator(name: str, params: dict, seed: int | None, task: str | None = None):
+    return get_method(name).build(params, seed, task)
 
 
 def load_plugins(plugins) -> None:

@@ -35,8 +35,12 @@ def lasso_cost(n, p, d, params, *, sparse=False, density=None):
     return Cost(1e-8 * (cv + 1) * alphas * 20 * n * p * d, 8.0 * p * d / 2**20)
 
 
+# the dataset's task decides between regression and classification (never the values of y: {3, 7} is a
+# regression target); a multiclass target is refused by the estimator ("binary classification only")
+_RET_TASKS = {"regression": {"loss": "squared"}, "multioutput_regression": {"loss": "squared"},
+              "multilabel": {"loss": "squared"}, "binary": {"loss": "zero_one"}, "multiclass": {"loss": "zero_one"}}
 register("compressed_extra_trees", "forestbench.ensemble._compression:CompressedExtraTreesRegressor",
-         cost=compression_cost,
+         cost=compression_cost, task_params=_RET_TASKS,
          description="l1-compressed extra-trees (rET): FS_eps on the forest's node indicators, t by CV, "
                      "rebuilt smaller forest (thesis ch.7)")
 register("lasso_cv", "forestbench.linear:LassoCVBaseline", cost=lasso_cost,

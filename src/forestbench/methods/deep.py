@@ -107,7 +107,10 @@ def rakel_cost(n, p, d, params, *, sparse=False, density=None):
     return Cost(models * 8 * 5e-8 * n * p + 1.0, models * 8 * 8.0 * p / 2**20)
 
 
-register("deep_tree_ensemble", "forestbench.ensemble._deep:DeepTreeEnsemble", cost=dte_cost,
+# the cascade's task (layer score, target standardisation) comes from the dataset, not from the values of y
+_DTE_TASKS = {"regression": {"task": "regression"}, "multioutput_regression": {"task": "regression"},
+              "multilabel": {"task": "multilabel"}}
+register("deep_tree_ensemble", "forestbench.ensemble._deep:DeepTreeEnsemble", cost=dte_cost, task_params=_DTE_TASKS,
          description="deep tree-ensemble: RF+ET layers with tree-embedding and/or output-space features, pruned "
                      "to the best training layer (DTE paper; variant X_TE, TE, X_OS, X_OS_TE)")
 register("dte_rf_et", "forestbench.ensemble._dte_competitors:RandomForestExtraTrees", cost=rf_et_cost,
@@ -118,7 +121,7 @@ register("dte_erc", "forestbench.ensemble._dte_competitors:EnsembleOfRegressorCh
          description="ensemble of 10 random-order regressor chains of regression trees (scikit-learn)")
 register("dte_ecc", "forestbench.ensemble._dte_competitors:EnsembleOfClassifierChains", cost=chains_cost,
          description="ensemble of 10 random-order classifier chains of decision trees (scikit-learn)")
-register("dte_mlp", "forestbench.ensemble._dte_competitors:TunedMLP", cost=mlp_cost,
+register("dte_mlp", "forestbench.ensemble._dte_competitors:TunedMLP", cost=mlp_cost, task_params=_DTE_TASKS,
          description="scikit-learn MLP tuned by inner 5-fold CV over {50, 100} neurons x {1, 2} layers")
 register("dte_mlknn", "forestbench.ensemble._dte_competitors:TunedMLkNN", cost=mlknn_cost,
          description="ML-kNN (scikit-multilearn-ng), k and smoothing by inner 5-fold CV")
