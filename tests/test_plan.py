@@ -36,10 +36,26 @@ def _plan(**extra):
     return Plan(_config(**extra), source="test", schema_dir=REPO / "workflow" / "schemas")
 
 
-def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict):
+def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict, *, plan=None, n_train=None,
+                  like=None, **params):
+    """A run record as the fit job writes it (its spec, parameters and training rows); ``like`` =
+    (experiment, variant) whose spec it copies when ``experiment``/``variant`` are not in the plan; ``params``
+    change the recorded parameters."""
+    from forestbench.experiments import Job
+    from forestbench.plan import training_shape
+
+    plan = plan or _plan()
+    src_exp, src_var = like or (experiment, variant)
+    spec = plan.run_spec(Job(src_exp, dataset, src_var, repeat))
+    spec = json.loads(json.dumps(dict(spec, experiment=experiment, variant=variant,
+                                      params={**spec["params"], **params})))
+    if n_train is None:
+        n_train = training_shape(plan.registry[dataset]["shape"],
+                                 plan.protocol_spec(dataset, plan.experiments[src_exp].protocol))["n"]
     path = root / "runs" / experiment / dataset / variant / f"repeat-{repeat}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"experiment": experiment, "dataset": dataset, "variant": variant,
+    path.write_text(json.dumps({"spec": spec, "experiment": experiment, "dataset": dataset, "variant": variant,
+                                "method": spec["method"], "params": spec["params"], "n_train": n_train,
                                 "fit_wall_s": fit, "predict_wall_s": predict}))
 
 
@@ -77,7 +93,8 @@ def test_model_estimate_without_records(tmp_path):
 def test_recorded_times_replace_the_model(tmp_path):
     for r, (fit, pred) in enumerate([(100.0, 10.0), (200.0, 10.0)]):
         _write_record(tmp_path, "a", "sf2", "rf50", r, fit, pred)
-    _write_record(tmp_path, "zzz", "linnerud", "et", 0, 40.0, 0.0)  # same dataset+variant, other experiment
+    # same dataset and parameters, other experiment
+    _write_record(tmp_path, "zzz", "linnerud", "et", 0, 40.0, 0.0, like=("b", "et"))
     report = make_plan(_plan(), results=tmp_path)
     rows = {(v.experiment, v.dataset, v.variant): v for v in report.variants}
     own = rows[("a", "sf2", "rf50")]
@@ -103,9 +120,13 @@ def test_broken_records_are_named(tmp_path):
 
 def test_suggested_chunk_targets_the_job_length(tmp_path):
     _write_record(tmp_path, "b", "linnerud", "et", 0, 60.0 - R.STARTUP_S, 0.0)  # one fit = 60 s with start-up
-    report = make_plan(_plan(select={"experiments": ["b"]}), results=tmp_path)
-    assert suggest_chunk(report, target_minutes=30) == 30
-    assert suggest_chunk(report, target_minutes=0.5) == 1
+    plan = _plan(select={"experiments": ["b"]})
+    report = make_plan(plan, results=tmp_path)
+    # experiment b runs two threads a fit: a 4-core SLURM job runs two fits side by side, a 30-minute job holds 30
+    # waves of them; the suggestion is the largest power of two below (32), at most the experiment's 5 fits
+    assert suggest_chunk(report, target_minutes=30, cores=4) == 5
+    assert suggest_chunk(report, target_minutes=0.5, cores=4) == 2
+    assert suggest_chunk(report, target_minutes=0.5, cores=1) == 1
 
 
 def test_merge_config_is_recursive_like_snakemake(tmp_path):
@@ -130,11 +151,19 @@ def test_cli_prints_table_and_json(tmp_path, capsys):
     cfg.write_text(yaml.safe_dump(_config()))
     assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--chunk", "4"]) == 0
     out = capsys.readouterr().out
-    assert "fit" in out and "21  (6 SLURM job(s))" in out and "Core-hours" in out and "model" in out
+    assert "fit 21," in out and "Core-hours" in out and "model" in out
+    # ceil(16 / 4) + ceil(5 / 4) fit SLURM jobs and 9 others (2 prepare, 2 split, 2 collect, 3 reports)
+    assert "15 with fit_{experiment}=4" in out
+    # compact by default: one row per experiment, the per-variant listing only with --verbose
+    rows = [line for line in out.splitlines() if line.startswith("  a ") or line.startswith("  b ")]
+    assert len(rows) == 2 and "rf50" not in out
+    assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--verbose"]) == 0
+    assert "rf50" in capsys.readouterr().out
     assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["jobs"]["fit"] == 21 and data["core_hours"] > 0
     assert len(data["variants"]) == 5
+    assert [e["experiment"] for e in data["experiments"]] == ["a", "b"]
 
 
 def test_cli_reports_a_missing_configfile(tmp_path, capsys):
