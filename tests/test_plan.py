@@ -152,8 +152,9 @@ def test_cli_prints_table_and_json(tmp_path, capsys):
     assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--chunk", "4"]) == 0
     out = capsys.readouterr().out
     assert "fit 21," in out and "Core-hours" in out and "model" in out
-    # ceil(16 / 4) + ceil(5 / 4) fit SLURM jobs and 9 others (2 prepare, 2 split, 2 collect, 3 reports)
-    assert "15 with fit_{experiment}=4" in out
+    # ceil(16 / 4) + ceil(5 / 4) fit SLURM jobs and 4 others (2 prepare, 2 split; collect and the reports are
+    # local rules)
+    assert "10 with fit_{experiment}=4" in out
     # compact by default: one row per experiment, the per-variant listing only with --verbose
     rows = [line for line in out.splitlines() if line.startswith("  a ") or line.startswith("  b ")]
     assert len(rows) == 2 and "rf50" not in out
@@ -427,3 +428,16 @@ def test_tune_jobs_are_grouped_like_the_fits_in_the_slurm_profile(tmp_path):
     assert report.jobs["tune"] == 5 * 4  # 5 folds x 4 candidates, one per chunk job
     assert report.slurm_jobs["tune"] == math.ceil(20 / tune_chunk)
     assert report.slurm_jobs["fit"] == math.ceil(5 / fit_chunk)
+
+
+def test_local_rules_submit_no_slurm_job(tmp_path):
+    # the Snakefile's localrules run where Snakemake runs: the plan counts no SLURM job for them
+    import re
+
+    from forestbench.plan import LOCAL_RULES
+
+    text = (REPO / "workflow/rules/common.smk").read_text()
+    block = re.search(r"^localrules:\n((?:\s+\w+,?\n)+)", text, re.M).group(1)
+    assert set(re.findall(r"\w+", block)) == set(LOCAL_RULES)
+    report = make_plan(_plan(), results=tmp_path)
+    assert report.jobs["collect"] == 2 and all(report.slurm_jobs[rule] == 0 for rule in LOCAL_RULES)

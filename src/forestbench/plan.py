@@ -1,27 +1,37 @@
-"""``python -m forestbench plan``: how many jobs a configuration makes, and how many core-hours they will take.
+"""``python -m forestbench plan``: how many jobs a configuration makes, how many core-hours they will take, and how
+to bundle them into SLURM jobs.
 
 Jobs are counted per workflow rule from the experiments expansion (``forestbench.experiments``), as the Snakefile
 derives them: one ``fetch`` per raw file of a downloaded dataset, one ``prepare`` per dataset, one ``split`` per
-(dataset, protocol), one ``fit`` per (experiment, dataset, runnable variant, repeat), one ``collect`` and one
-``report_experiment`` per experiment with fits, and one ``report_index``. This counts everything a fresh run does;
-Snakemake skips what is already up to date. With ``--chunk N`` (the SLURM profile's
-``group-components: fit_{experiment}=N``) the fits of an experiment travel in ceil(fits / N) SLURM jobs.
+(dataset, protocol), one ``fit`` per (experiment, dataset, runnable variant, repeat), the ``budget``, ``tune`` and
+``select`` jobs of DAG-tuned variants, one ``collect`` and one ``report_experiment`` per experiment with fits, and
+one ``report_index``. This counts everything a fresh run does; Snakemake skips what is already up to date. The SLURM
+profile groups the fit and the tune jobs per experiment (``fit_{experiment}``, ``tune_{experiment}``): with chunks
+of N, the fits of an experiment travel in ceil(fits / N) SLURM jobs, and so do its tune jobs.
 
-Core-hours of a fit are ``threads x wall``; the wall time of a (experiment, dataset, variant) comes from, in order:
+Core-hours of a job are ``threads x wall``; the wall time of a (experiment, dataset, variant) comes from, in order:
 
-1. ``recorded``: the mean ``fit_wall_s + predict_wall_s`` of its existing run records under ``--results``, plus the
+1. ``recorded``: the mean ``fit_wall_s + predict_wall_s`` of its own run records under ``--results``, plus the
    job start-up (``resources.STARTUP_S``);
-2. ``recorded-elsewhere``: the same from records of the same (dataset, variant) in other experiments;
-3. ``model``: the stated cost model of ``forestbench.resources`` (``job_seconds``) from the registry shape, with the
-   protocol's training rows in place of the whole ``n`` (``training_shape``), and the variant's parameters.
+2. ``recorded-elsewhere``: the same from records of other experiments or variant names;
+3. ``model``: the method's cost hook (``forestbench.methods``, ``forestbench.resources``) on the registry shape, with
+   the protocol's training rows in place of the whole ``n`` (``training_shape``), and the variant's parameters.
+
+A record counts only when its method, parameters, threads and tuning specification (``cost_signature``) and its
+training rows (``rows_match``) are the planned fit's: a demo's 10-tree records do not stand for a 150-tree forest.
+The time request of a fit covers ``resources.RUNTIME_MARGIN`` x the larger of the model's estimate and the mean of
+its own matching records (``recorded_fit_seconds``, which the workflow's resources call too).
 
 A tuned variant's candidate-chunk jobs (``tune.mode: dag``) are charged by the method's cost hook, scaled by what
 the candidates already scored under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` took
 (``recorded``: measured seconds / modelled seconds over those candidates, so a first part of the grid calibrates
 the rest, whichever candidates it holds). Run a few chunks, then plan, to size the remainder.
 
-Each other job (fetch, prepare, split, collect, reports) is charged one start-up of one core. The requested SLURM resources (memory and
-time limit of attempt 1, from ``forestbench.resources``) are listed too, so that an allocation can be sized.
+Each other job (fetch, prepare, split, budget, select, collect, reports) is charged one start-up of one core.
+Requests (memory and time of attempt 1) are capped at the partition limits (``resources.Limits``) as the workflow
+caps them, and the capped ones are flagged. Per experiment, a chunk size is suggested so that a SLURM job lasts
+about ``--target-minutes`` (``summarize``), and the experiments are gathered into Snakemake runs by chunk size
+(``suggested_runs``).
 
 Configuration files are read as the Snakefile reads them: ``--configfile`` files replace the default
 ``config/config.yaml`` (``--base``), and several ``--configfile`` merge in order, nested mappings key by key (as
@@ -42,6 +52,8 @@ from forestbench.errors import ConfigError, DataError
 
 DEFAULT_BASE = "config/config.yaml"
 RULES = ("fetch", "prepare", "split", "budget", "tune", "select", "fit", "collect", "report_experiment", "report_index")
+#: rules that run on the host Snakemake runs on, never as SLURM jobs (``localrules`` of workflow/rules/common.smk)
+LOCAL_RULES = ("select", "collect", "report_experiment", "report_index")
 
 
 def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE,
@@ -436,7 +448,8 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
     jobs["fetch"] = sum(_raw_file_count(dataset, get_entry(plan.registry, dataset)) for dataset in datasets)
     jobs["prepare"] = len(datasets)
     jobs["split"] = len(splits)
-    slurm_jobs = dict(jobs, **slurm)  # the fit and tune groups bundle their jobs; every other job is its own
+    # the fit and tune groups bundle their jobs; the local rules submit none; every other job is one
+    slurm_jobs = dict(jobs, **slurm, **dict.fromkeys(LOCAL_RULES, 0))
     other = (sum(jobs.values()) - jobs["fit"] - jobs["tune"]) * res.STARTUP_S / 3600.0
     return PlanReport(jobs, slurm_jobs, chunk, variants, other, tune_chunk, limits, experiment_jobs, timing)
 
@@ -562,7 +575,8 @@ def format_report(report: PlanReport, target_minutes: float = 30.0, cores: int =
     others = sum(n for rule, n in report.slurm_jobs.items() if rule not in ("fit", "tune"))
     lines.append(f"SLURM jobs: {suggested + others} with the suggested chunks, {sum(report.slurm_jobs.values())} "
                  f"with fit_{{experiment}}={report.chunk} and tune_{{experiment}}={report.tune_chunk} (--chunk, "
-                 f"--tune-chunk; the profile's default is 8); {others} of them are the other rules' jobs, one each.")
+                 f"--tune-chunk; the profile's default is 8); {others} of them are the other rules' jobs, one each "
+                 f"({', '.join(LOCAL_RULES)} run where Snakemake runs).")
     sources = defaultdict(int)
     for v in report.variants:
         sources[v.source] += v.fits
