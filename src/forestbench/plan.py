@@ -370,7 +370,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
     tune_chunk = chunk if tune_chunk is None else tune_chunk
     for name, value in (("--chunk", chunk), ("--tune-chunk", tune_chunk)):
         if not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{name} must be an integer >= 1 (jobs per SLURM job), got {value!r}")
+            raise ConfigError(f"{name} must be >= 1 (an integer: jobs per SLURM job), got {value!r}")
     limits = limits or res.limits_from_env()
     records = read_timings(results)
     by_dataset: dict[str, list[TimedRecord]] = defaultdict(list)
