@@ -113,7 +113,8 @@ def test_plan_ignores_temporary_files_under_results_runs(tmp_path):
     (run / "repeat-0.json").write_text(json.dumps({"experiment": "a", "dataset": "linnerud", "variant": "et",
                                                    "fit_wall_s": 1.0, "predict_wall_s": 0.5}))
     (run / ".repeat-1.json.k2j3.part.json").write_text('{"experiment": "a", "data')
-    assert read_timings(tmp_path) == {("a", "linnerud", "et"): [1.5]}
+    assert [(r.experiment, r.dataset, r.variant, r.wall_s) for r in read_timings(tmp_path)] == \
+        [("a", "linnerud", "et", 1.5)]
 
 
 def test_plan_chunk_zero_is_a_clear_error(capsys):

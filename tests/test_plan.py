@@ -36,10 +36,26 @@ def _plan(**extra):
     return Plan(_config(**extra), source="test", schema_dir=REPO / "workflow" / "schemas")
 
 
-def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict):
+def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict, *, plan=None, n_train=None,
+                  like=None, **params):
+    """A run record as the fit job writes it (its spec, parameters and training rows); ``like`` =
+    (experiment, variant) whose spec it copies when ``experiment``/``variant`` are not in the plan; ``params``
+    change the recorded parameters."""
+    from forestbench.experiments import Job
+    from forestbench.plan import training_shape
+
+    plan = plan or _plan()
+    src_exp, src_var = like or (experiment, variant)
+    spec = plan.run_spec(Job(src_exp, dataset, src_var, repeat))
+    spec = json.loads(json.dumps(dict(spec, experiment=experiment, variant=variant,
+                                      params={**spec["params"], **params})))
+    if n_train is None:
+        n_train = training_shape(plan.registry[dataset]["shape"],
+                                 plan.protocol_spec(dataset, plan.experiments[src_exp].protocol))["n"]
     path = root / "runs" / experiment / dataset / variant / f"repeat-{repeat}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"experiment": experiment, "dataset": dataset, "variant": variant,
+    path.write_text(json.dumps({"spec": spec, "experiment": experiment, "dataset": dataset, "variant": variant,
+                                "method": spec["method"], "params": spec["params"], "n_train": n_train,
                                 "fit_wall_s": fit, "predict_wall_s": predict}))
 
 
@@ -77,7 +93,8 @@ def test_model_estimate_without_records(tmp_path):
 def test_recorded_times_replace_the_model(tmp_path):
     for r, (fit, pred) in enumerate([(100.0, 10.0), (200.0, 10.0)]):
         _write_record(tmp_path, "a", "sf2", "rf50", r, fit, pred)
-    _write_record(tmp_path, "zzz", "linnerud", "et", 0, 40.0, 0.0)  # same dataset+variant, other experiment
+    # same dataset and parameters, other experiment
+    _write_record(tmp_path, "zzz", "linnerud", "et", 0, 40.0, 0.0, like=("b", "et"))
     report = make_plan(_plan(), results=tmp_path)
     rows = {(v.experiment, v.dataset, v.variant): v for v in report.variants}
     own = rows[("a", "sf2", "rf50")]
@@ -103,9 +120,13 @@ def test_broken_records_are_named(tmp_path):
 
 def test_suggested_chunk_targets_the_job_length(tmp_path):
     _write_record(tmp_path, "b", "linnerud", "et", 0, 60.0 - R.STARTUP_S, 0.0)  # one fit = 60 s with start-up
-    report = make_plan(_plan(select={"experiments": ["b"]}), results=tmp_path)
-    assert suggest_chunk(report, target_minutes=30) == 30
-    assert suggest_chunk(report, target_minutes=0.5) == 1
+    plan = _plan(select={"experiments": ["b"]})
+    report = make_plan(plan, results=tmp_path)
+    # experiment b runs two threads a fit: a 4-core SLURM job runs two fits side by side, a 30-minute job holds 30
+    # waves of them; the suggestion is the largest power of two below (32), at most the experiment's 5 fits
+    assert suggest_chunk(report, target_minutes=30, cores=4) == 5
+    assert suggest_chunk(report, target_minutes=0.5, cores=4) == 2
+    assert suggest_chunk(report, target_minutes=0.5, cores=1) == 1
 
 
 def test_merge_config_is_recursive_like_snakemake(tmp_path):
@@ -130,11 +151,20 @@ def test_cli_prints_table_and_json(tmp_path, capsys):
     cfg.write_text(yaml.safe_dump(_config()))
     assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--chunk", "4"]) == 0
     out = capsys.readouterr().out
-    assert "fit" in out and "21  (6 SLURM job(s))" in out and "Core-hours" in out and "model" in out
+    assert "fit 21," in out and "Core-hours" in out and "model" in out
+    # ceil(16 / 4) + ceil(5 / 4) fit SLURM jobs and 4 others (2 prepare, 2 split; collect and the reports are
+    # local rules)
+    assert "10 with fit_{experiment}=4" in out
+    # compact by default: one row per experiment, the per-variant listing only with --verbose
+    rows = [line for line in out.splitlines() if line.startswith("  a ") or line.startswith("  b ")]
+    assert len(rows) == 2 and "rf50" not in out
+    assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--verbose"]) == 0
+    assert "rf50" in capsys.readouterr().out
     assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["jobs"]["fit"] == 21 and data["core_hours"] > 0
     assert len(data["variants"]) == 5
+    assert [e["experiment"] for e in data["experiments"]] == ["a", "b"]
 
 
 def test_cli_reports_a_missing_configfile(tmp_path, capsys):
@@ -287,3 +317,127 @@ def test_the_oracle_is_charged_for_the_models_it_fits():
     assert oracle.cost_of(240, 5, 16, {**params, "strategy": "single_target"}).fit_seconds == pytest.approx(
         st.cost_of(240, 5, 16, params).fit_seconds)
     assert st.cost_of(240, 5, 16, params).fit_seconds > 10 * one
+
+
+def test_records_calibrate_only_when_their_parameters_and_rows_match(tmp_path):
+    # a small demo's records (10 trees instead of 50, or other training rows) say nothing about the planned fit:
+    # the estimate stays the model's; records with the planned parameters calibrate it, whichever experiment or
+    # variant name wrote them
+    plan = _plan()
+    row = lambda report: next(v for v in report.variants  # noqa: E731
+                              if (v.experiment, v.dataset, v.variant) == ("a", "sf2", "rf50"))
+    model = row(make_plan(plan, results=tmp_path))
+    assert model.source == "model"
+    _write_record(tmp_path, "demo", "sf2", "rf50", 0, 1.0, 0.0, like=("a", "rf50"), n_estimators=10)
+    _write_record(tmp_path, "demo", "sf2", "rf50", 1, 1.0, 0.0, like=("a", "rf50"), n_train=5000)
+    _write_record(tmp_path, "a", "sf2", "rf50", 2, 1.0, 0.0, max_features=0.5)  # own, but edited since
+    stale = row(make_plan(plan, results=tmp_path))
+    assert (stale.source, stale.n_records, stale.ignored_records) == ("model", 0, 1)
+    assert stale.wall_s == pytest.approx(model.wall_s)
+    _write_record(tmp_path, "other", "sf2", "big-forest", 0, 30.0, 2.0, like=("a", "rf50"))
+    elsewhere = row(make_plan(plan, results=tmp_path))
+    assert (elsewhere.source, elsewhere.n_records) == ("recorded-elsewhere", 1)
+    assert elsewhere.wall_s == pytest.approx(R.STARTUP_S + 32.0)
+
+
+def test_the_fit_time_request_covers_the_estimate_times_the_margin(tmp_path):
+    # recorded fits far slower than the model: the request of attempt 1 still covers RUNTIME_MARGIN x the plan's
+    # estimate, and the rule's floor (read from the variant's own records) is the plan's estimate
+    from forestbench.plan import recorded_fit_seconds
+
+    plan = _plan()
+    for r in range(3):
+        _write_record(tmp_path, "a", "sf2", "rf50", r, 900.0 + 100 * r, 20.0)
+    report = make_plan(plan, results=tmp_path)
+    for v in report.variants:
+        assert v.runtime_min * 60 >= R.RUNTIME_MARGIN * v.wall_s, (v.variant, v.runtime_min, v.wall_s)
+    slow = next(v for v in report.variants if (v.dataset, v.variant) == ("sf2", "rf50"))
+    assert slow.source == "recorded" and slow.runtime_min >= R.RUNTIME_MARGIN * (R.STARTUP_S + 1020.0) / 60
+    exp = plan.experiments["a"]
+    rows = json.loads((tmp_path / "runs/a/sf2/rf50/repeat-0.json").read_text())["n_train"]
+    assert recorded_fit_seconds(tmp_path, exp, "sf2", exp.variant("rf50"), rows) == pytest.approx(slow.wall_s)
+    assert recorded_fit_seconds(tmp_path, exp, "sf2", exp.variant("rf5"), rows) is None
+
+
+def test_requests_beyond_the_partition_limits_are_capped_and_flagged(tmp_path, capsys):
+    import yaml
+
+    from forestbench.plan import flagged
+
+    plan = _plan()
+    tiny = R.Limits(mem_mb=900, runtime_min=4)  # below every request's floor (1000 MB, 5 min)
+    report = make_plan(plan, results=tmp_path, limits=tiny)
+    assert {v.mem_mb for v in report.variants} == {900} and {v.runtime_min for v in report.variants} == {4}
+    assert len(flagged(report)) == len(report.variants)
+    assert all(any("mem_mb 1000 > 900" in o for o in v.over) for v in report.variants)
+    assert not flagged(make_plan(plan, results=tmp_path))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(_config()))
+    assert main(["plan", "--configfile", str(cfg), "--results", str(tmp_path), "--max-mem-gb", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "Flagged requests" in out and "mem_mb 1000 > 512" in out
+    with pytest.raises(ValueError, match="FORESTBENCH_MAX_RUNTIME_MIN"):
+        R.limits_from_env({"FORESTBENCH_MAX_RUNTIME_MIN": "two days"})
+    assert R.limits_from_env({"FORESTBENCH_MAX_MEM_MB": "64000"}) == R.Limits(64000, R.DEFAULT_MAX_RUNTIME_MIN)
+
+
+def test_chunks_are_suggested_per_experiment(tmp_path):
+    # experiment a's fits take 10 minutes each (records), b's a few seconds: a gets small chunks, b one SLURM job,
+    # and the suggested Snakemake runs use the profile's group patterns, one run per chunk size
+    from forestbench.plan import summarize, suggested_runs
+
+    plan = _plan()
+    for dataset, repeats in (("linnerud", 5), ("sf2", 3)):
+        for variant in ("rf5", "rf50"):
+            for r in range(repeats):
+                _write_record(tmp_path, "a", dataset, variant, r, 600.0, 0.0, plan=plan)
+    report = make_plan(plan, results=tmp_path)
+    rows = {s.experiment: s for s in summarize(report, target_minutes=30, cores=4)}
+    assert rows["a"].fit_chunk == 8  # 4 side by side x 2 waves of ~10 minutes, a power of two
+    assert rows["b"].fit_chunk == 5  # every fit of b in one job
+    assert rows["a"].slurm_jobs == 2 and rows["b"].slurm_jobs == 1
+    assert rows["a"].recorded_jobs == 16 and rows["b"].recorded_jobs == 0
+    runs = suggested_runs(list(rows.values()))
+    assert [r["experiments"] for r in runs] == [["a", "b"]]  # b's 5 fits fit in one chunk of a's run
+    assert runs[0]["args"].endswith("--group-components 'fit_{experiment}=8'")
+    slow = suggested_runs([rows["a"], dataclasses_replace(rows["b"], fits=500)])
+    assert len(slow) == 2 and {r["fit_chunk"] for r in slow} == {8, 5}
+
+
+def dataclasses_replace(obj, **changes):
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)
+
+
+def test_tune_jobs_are_grouped_like_the_fits_in_the_slurm_profile(tmp_path):
+    # the profile bundles a tuned variant's candidate-chunk jobs per experiment, as it does the fits; the plan
+    # counts SLURM jobs with the profile's chunk for each group
+    import yaml
+
+    profile = yaml.safe_load((REPO / "workflow/profiles/slurm/config.yaml").read_text())
+    assert "tune=tune_{experiment}" in profile["groups"] and "fit=fit_{experiment}" in profile["groups"]
+    components = dict(c.split("=") for c in profile["group-components"])
+    assert set(components) == {"fit_{experiment}", "tune_{experiment}"}
+    array = yaml.safe_load((REPO / "workflow/profiles/slurm-array/config.yaml").read_text())
+    assert set(array["slurm-array-jobs"].split(",")) == {"fit", "tune"}
+
+    plan = Plan(_tuned_config(tmp_chunk=1), source="test", schema_dir=REPO / "workflow" / "schemas")
+    fit_chunk, tune_chunk = int(components["fit_{experiment}"]), int(components["tune_{experiment}"])
+    report = make_plan(plan, results=tmp_path, chunk=fit_chunk, tune_chunk=tune_chunk)
+    assert report.jobs["tune"] == 5 * 4  # 5 folds x 4 candidates, one per chunk job
+    assert report.slurm_jobs["tune"] == math.ceil(20 / tune_chunk)
+    assert report.slurm_jobs["fit"] == math.ceil(5 / fit_chunk)
+
+
+def test_local_rules_submit_no_slurm_job(tmp_path):
+    # the Snakefile's localrules run where Snakemake runs: the plan counts no SLURM job for them
+    import re
+
+    from forestbench.plan import LOCAL_RULES
+
+    text = (REPO / "workflow/rules/common.smk").read_text()
+    block = re.search(r"^localrules:\n((?:\s+\w+,?\n)+)", text, re.M).group(1)
+    assert set(re.findall(r"\w+", block)) == set(LOCAL_RULES)
+    report = make_plan(_plan(), results=tmp_path)
+    assert report.jobs["collect"] == 2 and all(report.slurm_jobs[rule] == 0 for rule in LOCAL_RULES)

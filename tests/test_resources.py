@@ -218,3 +218,73 @@ def test_sparse_entries_of_the_registry():
     news = R.fit_requests(registry["news20_binary"]["shape"], {"max_depth": 1, "max_features": None},
                           sparse=True)
     assert news["mem_mb"] < 4000 and news["runtime"] < 60
+
+
+def test_every_registered_method_declares_a_cost_hook():
+    # the forest model is no default for a linear model, k-NN or naive Bayes: every method of the package states
+    # its own cost
+    from forestbench.methods import METHODS
+
+    assert [name for name, spec in METHODS.items() if spec.cost is None] == []
+
+
+def test_non_tree_costs_follow_their_complexity():
+    from forestbench.methods import get_method
+
+    shape = dict(n=10_000, p=100_000, d=1)
+    cost = lambda name, **kw: get_method(name).cost_of(**{**shape, **kw}, params={}, sparse=True)  # noqa: E731
+    for name in ("sklearn_sgd", "sklearn_linear_svc", "sklearn_ridge_classifier", "sklearn_bernoulli_nb",
+                 "sklearn_multinomial_nb"):
+        one, twice, thrice = (cost(name, n=k * 10_000).fit_seconds for k in (1, 2, 3))
+        assert thrice - twice == pytest.approx(twice - one), name  # linear in the stored values
+        assert twice > 1.9 * one, name
+    knn, knn2 = cost("sklearn_knn").fit_seconds, cost("sklearn_knn", n=20_000).fit_seconds
+    assert knn2 == pytest.approx(4 * knn, rel=0.02)  # every predicted row against every training row
+    # a linear model is charged far less than the 100-tree forest it used to default to
+    forest = R.forest_cost(10_000, 100_000, 1, {}, sparse=True).fit_seconds
+    for name in ("sklearn_sgd", "sklearn_linear_svc", "sklearn_ridge_classifier", "sklearn_knn"):
+        assert cost(name).fit_seconds < forest / 10, name
+    # single trees are one tree, whatever n_estimators the forest default says
+    for name in ("sklearn_decision_tree", "decision_tree", "extra_tree"):
+        assert get_method(name).cost_of(1000, 10, 2, {}).fit_seconds == pytest.approx(
+            R.forest_cost(1000, 10, 2, {"n_estimators": 1}).fit_seconds)
+
+
+def test_table_8_5_linear_requests_stay_within_a_day():
+    # thesis Table 8.5 tunes SGD over 36 candidates x 5 folds on 20 newsgroups: the fit job (search included) is
+    # charged hours, not the 12.7 days of the forest model
+    from forestbench.experiments import Plan
+    from forestbench.plan import load_config, make_plan
+
+    config, _ = load_config([Path(__file__).resolve().parents[1] / "config" / "thesis.yaml"])
+    config["select"] = {"experiments": ["table_8_5"]}
+    report = make_plan(Plan(config, source="thesis.yaml"), results="/nonexistent")
+    rows = {v.variant: v for v in report.variants}
+    for name in ("sgd", "ridge", "linear_svc", "k_nearest_neighbors"):
+        assert rows[name].runtime_min < 24 * 60, (name, rows[name].runtime_min)
+        assert not rows[name].default_cost
+
+
+def test_an_unknown_method_is_charged_ten_trees_not_a_forest():
+    # a plugin registered without a cost hook: ten fully grown trees, or the forest of its own n_estimators
+    assert R.default_cost(5000, 50, 3, {}).fit_seconds == pytest.approx(
+        R.forest_cost(5000, 50, 3, {"n_estimators": R.UNKNOWN_METHOD_TREES}).fit_seconds)
+    assert R.default_cost(5000, 50, 3, {"n_estimators": 300}) == R.forest_cost(5000, 50, 3, {"n_estimators": 300})
+    from forestbench.methods import MethodSpec
+
+    spec = MethodSpec("plugin", "sklearn.linear_model:Ridge")
+    assert spec.cost_of(5000, 50, 3, {}) == R.default_cost(5000, 50, 3, {})
+
+
+def test_the_time_request_covers_recorded_times_and_partition_limits_cap_requests():
+    request = R.fit_requests({"n": 100, "p": 5, "d": 1}, {"n_estimators": 10})
+    assert request["runtime"] == 5  # the floor: the model says a second
+    slow = R.fit_requests({"n": 100, "p": 5, "d": 1}, {"n_estimators": 10}, recorded_s=3600.0)
+    assert slow["runtime"] == math.ceil(R.RUNTIME_MARGIN * 60)
+    assert R.fit_requests({"n": 100, "p": 5, "d": 1}, {"n_estimators": 10}, 2, recorded_s=3600.0)["runtime"] == \
+        2 * slow["runtime"]
+    limits = R.Limits(mem_mb=4000, runtime_min=60)
+    assert limits.cap({"mem_mb": 9000, "runtime": 180}) == {"mem_mb": 4000, "runtime": 60}
+    assert limits.exceeded({"mem_mb": 9000, "runtime": 30}) == ["mem_mb 9000 > 4000"]
+    with pytest.raises(ValueError, match="runtime_min"):
+        R.Limits(mem_mb=1, runtime_min=0)

@@ -50,8 +50,21 @@ C_FIT = 1.5e-7
 D_HALF = 32.0
 #: prediction time as a fraction of the fit time
 PREDICT_FRACTION = 0.25
-#: start-up of a job (interpreter, imports, loading the split, writing the record), seconds
-STARTUP_S = 20.0
+#: start-up of a job (interpreter, imports, loading the data and split, writing the record), seconds: a
+#: ``python -m forestbench fit`` of a 50-tree forest on linnerud (fit + predict 0.03 s) took 2.1-3.0 s of wall time
+#: (1.9-2.4 s of CPU) on a shared 2-core machine; rounded up (it was 20 s, which charged the 406 jobs of the Table
+#: 6.1 friedman1-chain run 2.3 core-hours of start-up when the whole run took 2.1 core-hours of CPU).
+STARTUP_S = 3.0
+#: the time request of a job is this multiple of its estimate (model, or the mean of matching run records)
+RUNTIME_MARGIN = 3.0
+#: the memory request of a job is this multiple of its modelled peak
+MEM_MARGIN = 1.5
+#: default partition limits: a request beyond them is capped there and flagged (``forestbench plan`` lists them,
+#: the DAG build warns). 256 GB is a large general-purpose node, 48 h a common MaxTime of a standard partition.
+#: Override with the environment variables FORESTBENCH_MAX_MEM_MB and FORESTBENCH_MAX_RUNTIME_MIN (read when the
+#: Snakefile is parsed and by ``forestbench plan``), or plan's ``--max-mem-gb`` / ``--max-hours``.
+DEFAULT_MAX_MEM_MB = 256 * 1024
+DEFAULT_MAX_RUNTIME_MIN = 48 * 60
 #: default density assumed for sparse inputs whose density is unknown
 DEFAULT_DENSITY = 0.01
 #: stored values per row assumed for sparse inputs of unknown density: at most this many (text-like data)
@@ -361,6 +374,23 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
     return Cost(seconds, forest_mb(n, d, n_estimators, 1, leaf, **caps))
 
 
+#: trees (fully grown, every feature a candidate) charged to a method registered without a cost hook whose variant
+#: sets no ``n_estimators``: about ten times log2(n) passes over the data, more than a linear model, naive Bayes or
+#: a single tree needs, a tenth of a default forest
+UNKNOWN_METHOD_TREES = 10
+
+
+def default_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
+                 density: float | None = None) -> Cost:
+    """The cost hook of a method registered without one (``forestbench.methods.register(..., cost=None)``):
+    conservative but bounded. A variant that sets ``n_estimators`` is taken for a tree ensemble of that size
+    (``forest_cost``); otherwise ``UNKNOWN_METHOD_TREES`` fully grown trees on every feature."""
+    params = dict(params or {})
+    if _positive_int(params.get("n_estimators")) is None:
+        params["n_estimators"] = UNKNOWN_METHOD_TREES
+    return forest_cost(n, p, d, params, sparse=sparse, density=density)
+
+
 def cost_job_seconds(cost: Cost, *, threads: int = 1, repeats: int = 1) -> float:
     """Wall time of one fit job from a method's cost: start-up, then ``repeats`` x (fit + predict) on
     ``threads`` threads (tree-level parallel efficiency ``PARALLEL_EFFICIENCY``)."""
@@ -371,12 +401,15 @@ def cost_job_seconds(cost: Cost, *, threads: int = 1, repeats: int = 1) -> float
 
 
 def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, cost=None, threads: int = 1,
-                 repeats: int = 1, sparse: bool = False, density: float | None = None) -> dict:
+                 repeats: int = 1, sparse: bool = False, density: float | None = None,
+                 recorded_s: float | None = None) -> dict:
     """``{"mem_mb", "runtime"}`` of one fit job from the dataset's registry shape and the variant's parameters.
 
     ``cost`` is the method's cost hook (``forestbench.methods.MethodSpec.cost``; default ``forest_cost``), or an
-    already computed ``Cost``. Memory: (base + data + model) x 1.5, at least 1000 MB; time: 3 x the modelled job,
-    at least 5 minutes; both times ``attempt``.
+    already computed ``Cost``. ``recorded_s``: the job's wall time measured by earlier runs (start-up included),
+    which the request covers too when it exceeds the model. Memory: (base + data + model) x ``MEM_MARGIN``, at least
+    1000 MB; time: ``RUNTIME_MARGIN`` x the larger of the modelled and the recorded job, at least 5 minutes; both
+    times ``attempt``. Partition limits (``Limits.cap``) are applied by the caller.
     """
     _check_attempt(attempt)
     n, p, d = shape_of(shape)
@@ -384,10 +417,62 @@ def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, c
         cost = (cost or forest_cost)(n, p, d, params or {}, sparse=sparse, density=density)
     need = BASE_MB + data_mb(n, p, d, sparse, density) + cost.model_mb
     seconds = cost_job_seconds(cost, threads=threads, repeats=repeats)
+    if recorded_s is not None:
+        seconds = max(seconds, float(recorded_s))
     return {
-        "mem_mb": max(1000, _round_up(need * 1.5, MEM_UNIT_MB)) * attempt,
-        "runtime": max(5, int(math.ceil(seconds * 3.0 / 60.0))) * attempt,
+        "mem_mb": max(1000, _round_up(need * MEM_MARGIN, MEM_UNIT_MB)) * attempt,
+        "runtime": max(5, int(math.ceil(seconds * RUNTIME_MARGIN / 60.0))) * attempt,
     }
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one SLURM job may ask for: a request beyond is capped here (and flagged), since SLURM would refuse it or
+    leave it pending forever."""
+
+    mem_mb: int = DEFAULT_MAX_MEM_MB
+    runtime_min: int = DEFAULT_MAX_RUNTIME_MIN
+
+    def __post_init__(self):
+        for name in ("mem_mb", "runtime_min"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"resources: partition limit {name} must be a positive integer, got {value!r}")
+
+    def cap(self, request: dict) -> dict:
+        """``request`` with ``mem_mb`` and ``runtime`` at most the limits."""
+        return dict(request, mem_mb=min(int(request["mem_mb"]), self.mem_mb),
+                    runtime=min(int(request["runtime"]), self.runtime_min))
+
+    def exceeded(self, request: dict) -> list[str]:
+        """What of ``request`` is beyond the limits, as readable phrases (empty when it fits)."""
+        out = []
+        if int(request["mem_mb"]) > self.mem_mb:
+            out.append(f"mem_mb {int(request['mem_mb'])} > {self.mem_mb}")
+        if int(request["runtime"]) > self.runtime_min:
+            out.append(f"runtime {int(request['runtime'])} min > {self.runtime_min} min")
+        return out
+
+
+def limits_from_env(environ=None) -> Limits:
+    """The partition limits: FORESTBENCH_MAX_MEM_MB and FORESTBENCH_MAX_RUNTIME_MIN when set, else the defaults."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    values = {}
+    for key, name, default in (("FORESTBENCH_MAX_MEM_MB", "mem_mb", DEFAULT_MAX_MEM_MB),
+                               ("FORESTBENCH_MAX_RUNTIME_MIN", "runtime_min", DEFAULT_MAX_RUNTIME_MIN)):
+        raw = environ.get(key)
+        if raw in (None, ""):
+            values[name] = default
+            continue
+        try:
+            values[name] = int(raw)
+        except ValueError:
+            raise ValueError(f"environment variable {key}={raw!r}: expected a positive integer") from None
+        if values[name] < 1:
+            raise ValueError(f"environment variable {key}={raw!r}: expected a positive integer")
+    return Limits(**values)
 
 
 def _positive_int(value) -> int | None:

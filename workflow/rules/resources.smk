@@ -1,5 +1,7 @@
 # Resource requests of every rule, from the dataset's registry shape, the variant's parameters and Snakemake's
 # `attempt` (a job retried after OUT_OF_MEMORY / TIMEOUT asks `attempt` times more). Models: forestbench.resources.
+import sys
+
 from forestbench import resources as fbres
 from forestbench.datasets.registry import get_entry as _registry_entry
 
@@ -23,16 +25,53 @@ def _costs(wildcards):
     return variant_cost(exp, variant, shape, _sparse(wildcards.dataset))
 
 
+# Partition limits (forestbench.resources.Limits; environment variables FORESTBENCH_MAX_MEM_MB and
+# FORESTBENCH_MAX_RUNTIME_MIN, defaults 256 GB and 48 h): a request beyond them is capped there, with a warning
+# naming the job, rather than submitted for SLURM to refuse or to keep pending forever.
+_LIMITS = fbres.limits_from_env()
+_WARNED = set()
+_RECORDED = {}  # (experiment, dataset, variant) -> recorded seconds, read once per Snakemake process
+
+
+def _recorded_seconds(wildcards):
+    # the fit's own earlier run records with the same parameters and rows (forestbench.plan): the time request
+    # covers RUNTIME_MARGIN x their mean as well as the model's estimate, as `forestbench plan` charges it
+    from forestbench.plan import recorded_fit_seconds, training_shape
+
+    key = (wildcards.experiment, wildcards.dataset, wildcards.variant)
+    if key in _RECORDED:
+        return _RECORDED[key]
+    exp = PLAN.experiments[wildcards.experiment]
+    shape = _shape(wildcards.dataset)
+    fit_shape = training_shape(shape, PLAN.protocol_spec(wildcards.dataset, exp.protocol))
+    rows = fit_shape.get("n") if fit_shape is not shape and fit_shape else None
+    _RECORDED[key] = recorded_fit_seconds("results", exp, wildcards.dataset, exp.variant(wildcards.variant), rows)
+    return _RECORDED[key]
+
+
 def _fit_requests(wildcards, attempt, which=0):
     exp = PLAN.experiments[wildcards.experiment]
-    return fbres.fit_requests(
+    request = fbres.fit_requests(
         _shape(wildcards.dataset),
         exp.variant(wildcards.variant).params,
         attempt,
         cost=_costs(wildcards)[which],
         threads=exp.threads,
         sparse=_sparse(wildcards.dataset),
+        recorded_s=_recorded_seconds(wildcards) if which == 0 else None,
     )
+    kind = "fit" if which == 0 else "tune"
+    return _capped(f"{kind} {wildcards.experiment}/{wildcards.dataset}/{wildcards.variant}", attempt, request)
+
+
+def _capped(label, attempt, request):
+    over = _LIMITS.exceeded(request)
+    if over and (label, attempt) not in _WARNED:
+        _WARNED.add((label, attempt))
+        print(f"forestbench: {label} attempt {attempt}: {'; '.join(over)}, capped at the partition limits "
+              "(FORESTBENCH_MAX_MEM_MB, FORESTBENCH_MAX_RUNTIME_MIN); `python -m forestbench plan` lists every "
+              "such job", file=sys.stderr)
+    return _LIMITS.cap(request)
 
 
 def tune_mem_mb(wildcards, attempt):
@@ -77,12 +116,17 @@ def fit_priority(wildcards):
     return -int(wildcards.repeat) if _timing(wildcards) else 0
 
 
+def _data_requests(wildcards, attempt):
+    request = fbres.data_requests(_shape(wildcards.dataset), attempt, sparse=_sparse(wildcards.dataset))
+    return _capped(f"data job of {wildcards.dataset}", attempt, request)
+
+
 def data_mem_mb(wildcards, attempt):
-    return fbres.data_requests(_shape(wildcards.dataset), attempt, sparse=_sparse(wildcards.dataset))["mem_mb"]
+    return _data_requests(wildcards, attempt)["mem_mb"]
 
 
 def data_runtime(wildcards, attempt):
-    return fbres.data_requests(_shape(wildcards.dataset), attempt, sparse=_sparse(wildcards.dataset))["runtime"]
+    return _data_requests(wildcards, attempt)["runtime"]
 
 
 def light_mem_mb(wildcards, attempt):

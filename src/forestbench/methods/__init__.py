@@ -15,7 +15,9 @@ What an entry declares:
 - ``sparse_y``: the estimator accepts a scipy-sparse label matrix (otherwise the runner densifies it).
 - ``cost``: ``cost(n, p, d, params, *, sparse=False, density=None) -> forestbench.resources.Cost``, the modelled
   single-thread seconds of fit + predict and the fitted model's memory. It sizes cluster requests and
-  ``forestbench plan``. Default: ``forestbench.resources.forest_cost`` (tree ensembles).
+  ``forestbench plan``. Every method of this package declares one; a plugin method without one is charged
+  ``forestbench.resources.default_cost`` (a forest of its ``n_estimators``, else ten fully grown trees), and
+  ``forestbench plan`` says so.
 - ``classifier``: a scikit-learn single-label classifier whose ``predict`` is replaced by one score column per
   class (``forestbench.classifier_scores.ClassifierScores``).
 - ``task_params``: ``{dataset task: {parameter: value}}``, the parameters the workflow sets from the task of the
@@ -135,7 +137,7 @@ class MethodSpec:
     def cost_of(self, n: int, p: int, d: int, params: dict, *, sparse: bool = False, density: float | None = None):
         from forestbench import resources
 
-        hook = self.cost or resources.forest_cost
+        hook = self.cost or resources.default_cost
         return hook(n, p, d, params or {}, sparse=sparse, density=density)
 
 
