@@ -437,7 +437,7 @@ def test_local_rules_submit_no_slurm_job(tmp_path):
     from forestbench.plan import LOCAL_RULES
 
     text = (REPO / "workflow/rules/common.smk").read_text()
-    block = re.search(r"^localrules:\n((?:\s+\w+,?\n)+)", text, re.M).group(1)
-    assert set(re.findall(r"\w+", block)) == set(LOCAL_RULES)
+    block = re.search(r"^localrules:\n((?:[ \t]+\w+,?[ \t]*(?:#.*)?\n)+)", text, re.M).group(1)
+    assert set(re.findall(r"^\s+(\w+)", block, re.M)) == set(LOCAL_RULES)
     report = make_plan(_plan(), results=tmp_path)
     assert report.jobs["collect"] == 2 and all(report.slurm_jobs[rule] == 0 for rule in LOCAL_RULES)

@@ -53,7 +53,7 @@ from forestbench.errors import ConfigError, DataError
 DEFAULT_BASE = "config/config.yaml"
 RULES = ("fetch", "prepare", "split", "budget", "tune", "select", "fit", "collect", "report_experiment", "report_index")
 #: rules that run on the host Snakemake runs on, never as SLURM jobs (``localrules`` of workflow/rules/common.smk)
-LOCAL_RULES = ("select", "collect", "report_experiment", "report_index")
+LOCAL_RULES = ("fetch", "fetch_all", "select", "collect", "report_experiment", "report_index")
 
 
 def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE,
