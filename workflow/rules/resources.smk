@@ -14,15 +14,23 @@ def _sparse(dataset):
     return fbres.is_sparse_entry(_registry_entry(PLAN.registry, dataset))
 
 
+_COSTS = {}  # (experiment, dataset, variant) -> variant_cost, computed once per Snakemake process
+
+
 def _costs(wildcards):
     # the method's own cost hook (forestbench.methods), with the tuning work of a tuned variant, on the rows a fit
-    # sees (the protocol's training part), as `forestbench plan` charges it
-    from forestbench.plan import training_shape, variant_cost
+    # sees (the protocol's training part), as `forestbench plan` charges it. The same for every repeat, chunk,
+    # attempt and resource of a variant, and a tuned variant's sums over its whole grid: computed once (without the
+    # cache it was half of the thesis dry run's CPU time, benchmarks/bench_dag.py)
+    key = (wildcards.experiment, wildcards.dataset, wildcards.variant)
+    if key not in _COSTS:
+        from forestbench.plan import training_shape, variant_cost
 
-    exp = PLAN.experiments[wildcards.experiment]
-    variant = exp.variant(wildcards.variant)
-    shape = training_shape(_shape(wildcards.dataset), PLAN.protocol_spec(wildcards.dataset, exp.protocol))
-    return variant_cost(exp, variant, shape, _sparse(wildcards.dataset))
+        exp = PLAN.experiments[wildcards.experiment]
+        variant = exp.variant(wildcards.variant)
+        shape = training_shape(_shape(wildcards.dataset), PLAN.protocol_spec(wildcards.dataset, exp.protocol))
+        _COSTS[key] = variant_cost(exp, variant, shape, _sparse(wildcards.dataset))
+    return _COSTS[key]
 
 
 # Partition limits (forestbench.resources.Limits; environment variables FORESTBENCH_MAX_MEM_MB and
