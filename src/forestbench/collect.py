@@ -143,12 +143,13 @@ def expected_runs(plan, experiment: str) -> dict:
     exp = plan.experiments[experiment]
     runs = {}
     for job in exp.jobs():
-        spec = json.loads(json.dumps(plan.run_spec(job), sort_keys=True))  # as the fit job receives it
+        # canonical JSON of the specification, as the fit job receives it (a JSON round trip leaves it unchanged)
         runs[run_key(job.dataset, job.variant, job.repeat)] = {
-            "config_sha256": config_sha256(spec), "prepared": plan.prepared_path(job.dataset),
+            "config_sha256": config_sha256(plan.run_spec(job)), "prepared": plan.prepared_path(job.dataset),
             "split": plan.split_path(job.dataset, exp.protocol)}
-    variants = {v.name: {"method": v.method, "params": v.params} for v in exp.runnable_variants}
-    return json.loads(json.dumps({"experiment": experiment, "runs": runs, "variants": variants}, sort_keys=True))
+    variants = json.loads(json.dumps({v.name: {"method": v.method, "params": v.params}
+                                      for v in exp.runnable_variants}, sort_keys=True))
+    return {"experiment": experiment, "runs": runs, "variants": variants}
 
 
 def write_expected(plan, experiment: str, path: str | Path) -> Path:
