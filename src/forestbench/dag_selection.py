@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -38,15 +37,8 @@ from forestbench.errors import DataError
 from forestbench.methods import get_method, load_plugins
 from forestbench.records import code_versions
 from forestbench.selection import capped, choose, evaluate_candidate, seconds_per_stage, stage_cap, summary
+from forestbench.tuning import recompute_requested
 from forestbench.variants import RUN_PARAMETERS
-
-#: set to 1 to recompute every stored candidate and budget measurement (the workflow sets it when forced)
-RECOMPUTE_VARIABLE = "FORESTBENCH_RECOMPUTE_TUNING"
-
-
-def recompute_requested() -> bool:
-    return os.environ.get(RECOMPUTE_VARIABLE, "").strip() not in ("", "0")
-
 
 def estimator_params(params: dict | None) -> dict:
     """A variant's parameters without the run parameters (input layouts), which are not the estimator's."""

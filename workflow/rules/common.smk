@@ -95,11 +95,13 @@ def _recompute_tuning_when_forced():
     """A forced tune or budget job (--forcerun tune/budget, --forceall) recomputes its stored candidates and
     timings instead of reusing them (forestbench.dag_selection reads FORESTBENCH_RECOMPUTE_TUNING). Called from the
     input functions of those rules, i.e. once the DAG settings are known; the jobs inherit the environment."""
+    import forestbench.tuning
+
     settings = workflow.dag_settings
     if _MAIN and settings is not None and (
         settings.forceall or {"tune", "budget"} & set(map(str, settings.forcerun))
     ):
-        os.environ["FORESTBENCH_RECOMPUTE_TUNING"] = "1"
+        forestbench.tuning.request_recompute()
 
 
 def budget_of_chunk(wildcards):
