@@ -160,3 +160,189 @@ def test_curves_computed_inside_the_boosting_loop_equal_staged_predictions(metri
     Yc[val, 1] = 1.0
     assert _compiled_curve(spec.build({"n_estimators": 5}, seed=0), "macro_r2", X[fit], Yc[fit], X[val],
                            Yc[val]) is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DAG mode (candidate chunks, select, fit) against inner mode (one job) on the same small problem
+
+
+def _toy_files(folder, seed=0, n=60, constant_output=False, outputs=2):
+    """A small prepared regression set and one random split, written as the workflow writes them."""
+    from forestbench.datasets.splits import make_splits, save_splits
+    from forestbench.datasets.store import Dataset, read_header, save_dataset
+
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 4))
+    Y = np.column_stack([(X[:, 0] > 0.5) + rng.normal(scale=0.3, size=n), X[:, 1] + rng.normal(scale=0.3, size=n)])
+    if constant_output:
+        Y[:, 1] = 1.0
+    Y = Y[:, :outputs]
+    folder.mkdir(parents=True, exist_ok=True)
+    prepared = save_dataset(Dataset("toy", X, Y, "multioutput_regression"), folder / "toy.npz")
+    protocol = {"type": "random", "train_fraction": 0.75, "repeats": 1, "seed": 0}
+    split = save_splits(folder / "split.npz", make_splits(protocol, n), protocol, "toy",
+                        read_header(prepared)["content_sha256"])
+    return prepared, split
+
+
+def _spec(method, params, tune, mode, metrics=("mse",)):
+    t = tuning.normalise({**tune, "mode": mode, "chunk": 2}, where="test", metrics=list(metrics))
+    return {"experiment": "e", "dataset": "toy", "variant": "v", "method": method, "params": params,
+            "metrics": list(metrics), "repeat": 0, "seed": 7, "threads": 1, "protocol": "p",
+            "expected_shape": None, "tune": {**t, "seed": 0}}
+
+
+def _chunks(spec, prepared, split, folder, budget=None):
+    from forestbench.dag_selection import run_chunk
+
+    cands = tuning.candidates(spec["tune"], spec["tune"]["seed"])
+    docs = []
+    for k, rows in enumerate(tuning.chunks(len(cands), spec["tune"]["chunk"])):
+        docs.append(run_chunk({**spec, "chunk": k, "candidates": [cands[i] for i in rows]}, prepared, split,
+                              folder / f"chunk-{k}.json", folder / "candidates", budget=budget))
+    return docs
+
+
+def _both_modes(tmp_path, method, params, tune, metrics=("mse",), **data):
+    """Records of the same tuned variant run in one job (inner) and as chunk, select and fit jobs (dag)."""
+    import json
+
+    from forestbench.dag_selection import read_selected, select
+    from forestbench.runner import run
+
+    prepared, split = _toy_files(tmp_path / "data", **data)
+    run(_spec(method, params, tune, "inner", metrics), prepared, split, tmp_path / "inner.json")
+    spec = _spec(method, params, tune, "dag", metrics)
+    docs = _chunks(spec, prepared, split, tmp_path / "tuning")
+    select(spec, [tmp_path / "tuning" / f"chunk-{d['chunk']}.json" for d in docs], tmp_path / "selected.json")
+    run(spec, prepared, split, tmp_path / "dag.json", selected=read_selected(tmp_path / "selected.json"))
+    return [json.loads((tmp_path / f"{mode}.json").read_text()) for mode in ("inner", "dag")]
+
+
+AGREEMENT_CASES = {
+    # refit: false keeps the model fitted on the holdout's fit rows, in both modes
+    "no refit": ("sklearn_decision_tree", {}, {"grid": {"max_depth": [1, 3, 6]}, "validation": {"holdout": 0.3},
+                                               "refit": False}, ("mse",), {}),
+    # one diverging candidate: its validation mse is undefined (null once stored), the other one is chosen
+    "one undefined score": ("sklearn_gbrt", {"n_estimators": 1, "max_depth": 1},
+                            {"grid": {"learning_rate": [1e308, 0.1]}}, ("mse",), {"outputs": 1}),
+    # a constant validation output: every normalized_mse is undefined, the first candidate is kept (as for ties)
+    "every score undefined": ("sklearn_decision_tree", {}, {"grid": {"max_depth": [2, 4]}},
+                              ("normalized_mse",), {"constant_output": True}),
+    # run-only parameters: the fit and predict layouts are not estimator parameters
+    "input layouts": ("sklearn_decision_tree", {"input_layout": "csc", "predict_layout": "csr"},
+                      {"grid": {"max_depth": [1, 5]}}, ("mse",), {}),
+    # a staged parameter chosen from the validation curve, without refit
+    "staged without refit": ("sklearn_gbrt", {"n_estimators": 15, "max_depth": 2},
+                             {"grid": {"learning_rate": [0.05, 0.5]}, "staged": "n_estimators",
+                              "validation": {"holdout": 0.25}, "refit": False}, ("mse",), {"outputs": 1}),
+}
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.parametrize("case", list(AGREEMENT_CASES))
+def test_dag_and_inner_tuning_select_and_refit_alike(tmp_path, case):
+    method, params, tune, metrics, data = AGREEMENT_CASES[case]
+    inner, dag = _both_modes(tmp_path, method, params, tune, metrics, **data)
+    assert dag["selected_params"] == inner["selected_params"]
+    assert dag["validation_score"] == inner["validation_score"]  # null for both when undefined
+    assert dag["scores"] == pytest.approx(inner["scores"], nan_ok=True)
+    # the same rows were fitted: the same trees
+    assert dag["model"]["tree_sha256"] == inner["model"]["tree_sha256"]
+    selection = [c["score"] for c in dag["extra"]["selection"]["candidates"]]
+    assert selection == [c["score"] for c in inner["extra"]["selection"]["candidates"]]
+    if case == "no refit":
+        assert inner["model"]["n_nodes"] != _both_modes(tmp_path / "refit", method, params,
+                                                        {**tune, "refit": True})[1]["model"]["n_nodes"]
+    if case == "one undefined score":
+        assert selection[0] is None and inner["selected_params"] == {"learning_rate": 0.1}
+    if case == "every score undefined":
+        assert inner["validation_score"] is None and inner["selected_params"] == {"max_depth": 2}
+
+
+def test_stored_candidates_are_not_reused_after_the_data_changes(tmp_path, monkeypatch):
+    spec = _spec("sklearn_decision_tree", {}, {"grid": {"max_depth": [1, 3]}}, "dag")
+    prepared, split = _toy_files(tmp_path / "data", seed=0)
+    first = _chunks(spec, prepared, split, tmp_path / "tuning")
+    assert [d["reused"] for d in first] == [0]
+    assert [d["reused"] for d in _chunks(spec, prepared, split, tmp_path / "tuning")] == [2]
+    # the generator's seed changes: same shape, same split rows, other data
+    prepared, split = _toy_files(tmp_path / "data", seed=1)
+    again = _chunks(spec, prepared, split, tmp_path / "tuning")
+    assert [d["reused"] for d in again] == [0]
+    assert [r["score"] for r in again[0]["results"]] != [r["score"] for r in first[0]["results"]]
+    # a forced rerun (the workflow sets this for --forcerun tune) recomputes stored candidates too
+    monkeypatch.setenv("FORESTBENCH_RECOMPUTE_TUNING", "1")
+    assert [d["reused"] for d in _chunks(spec, prepared, split, tmp_path / "tuning")] == [0]
+
+
+def test_an_invalid_stored_candidate_is_recomputed(tmp_path, capsys):
+    import json
+
+    from forestbench.dag_selection import select
+
+    spec = _spec("sklearn_decision_tree", {}, {"grid": {"max_depth": [1, 3]}}, "dag")
+    prepared, split = _toy_files(tmp_path / "data")
+    (first,) = _chunks(spec, prepared, split, tmp_path / "tuning")
+    stored = sorted((tmp_path / "tuning" / "candidates").glob("*.json"))
+    assert len(stored) == 2
+    stored[0].write_text("{}")
+    stored[1].write_text(json.dumps({**json.loads(stored[1].read_text()), "score": "high"}))
+    (again,) = _chunks(spec, prepared, split, tmp_path / "tuning")
+    assert again["reused"] == 0 and "is not reused" in capsys.readouterr().err
+    best = select(spec, [tmp_path / "tuning" / "chunk-0.json"], tmp_path / "selected.json")
+    assert best["params"] == choose(first["results"], "mse")["params"]
+    broken = tmp_path / "tuning" / "chunk-0.json"
+    broken.write_text(json.dumps({"chunk": 0, "results": [{}]}))
+    with pytest.raises(Exception, match=r"chunk-0.json: result 0 cannot be used"):
+        select(spec, [broken], tmp_path / "selected.json")
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{}", "reference_seconds = None"), ("[]", "JSON list, not an object"),
+    ('{"reference_seconds": 0.1, "multiple": 5, "caps": {}}', "has no stage caps"),
+    ('{"reference_seconds": 0.1, "multiple": 5, "caps": {"ab": {"n_stages_max": 0}}}', "n_stages_max = 0"),
+    ('{"reference_seconds": 0.1, "multiple": 5, "caps": {"ab": {"n_stages_max": "x"}}}', "n_stages_max = 'x'"),
+    ('{"reference_seconds": 0.1, "multiple": 5, "caps": {"ab": 12}}', "n_stages_max = None"),
+    ("{nope", "unreadable"),
+])
+def test_an_invalid_budget_file_is_an_error_naming_it(tmp_path, content, message):
+    from forestbench.dag_selection import read_budget
+    from forestbench.errors import DataError
+
+    path = tmp_path / "budget.json"
+    path.write_text(content)
+    with pytest.raises(DataError, match=rf"budget file {path}.*{message}"):
+        read_budget(path)
+
+
+def test_a_grown_budgeted_grid_measures_and_scores_only_the_new_candidate(tmp_path, monkeypatch):
+    from forestbench import dag_selection
+    from forestbench.dag_selection import read_budget, run_budget
+
+    measured = []
+
+    def fake_seconds(make, params, X, Y, staged, probe_stages=10, repeats=3):
+        measured.append(dict(params))
+        return 1e-3 * (1 + len(measured) % 3)  # a different timing at every measurement, as on a real machine
+
+    monkeypatch.setattr(dag_selection, "seconds_per_stage", fake_seconds)
+    tune = {"grid": {"learning_rate": [0.1, 0.3]}, "staged": "n_estimators",
+            "budget": {"multiple": 7, "reference": {"method": "sklearn_gbrt", "params": {"max_depth": 1}}}}
+    prepared, split = _toy_files(tmp_path / "data", outputs=1)
+    folder = tmp_path / "tuning"
+
+    def budget_and_chunks(tune):
+        spec = _spec("sklearn_gbrt", {"n_estimators": 50, "max_depth": 1}, tune, "dag")
+        run_budget({**spec, "candidates": tuning.candidates(spec["tune"], 0)}, prepared, split,
+                   folder / "budget.json")
+        budget = read_budget(folder / "budget.json")
+        return budget, _chunks(spec, prepared, split, folder, budget=budget)
+
+    budget, docs = budget_and_chunks(tune)
+    assert len(measured) == 3 and sum(d["reused"] for d in docs) == 0
+    grown, docs = budget_and_chunks({**tune, "grid": {"learning_rate": [0.1, 0.3, 0.9]}})
+    assert measured[3:] == [{"learning_rate": 0.9}]
+    assert grown["reference_seconds"] == budget["reference_seconds"]
+    assert {k: v for k, v in grown["caps"].items() if k in budget["caps"]} == budget["caps"]
+    assert sum(d["reused"] for d in docs) == 2 and sum(len(d["results"]) for d in docs) == 3

@@ -71,3 +71,35 @@ def test_lint_is_clean(repo_root, snakemake_env):
                           capture_output=True, text=True, timeout=120)
     assert "Congratulations" in proc.stdout + proc.stderr, proc.stdout[-3000:]
 
+
+
+def test_a_partial_rerun_after_a_parameter_change_never_mixes_configurations(workflow_dir, snakemake_env):
+    """n_estimators changes, and only one variant is rerun (select): the other variant's records, made with the old
+    value, are left out of the table and named in the collect log, and the report lists their cells as not run."""
+    import json
+
+    import pandas as pd
+
+    cfg = {**TINY, "experiments": {"tiny_reg": TINY["experiments"]["tiny_reg"]}}
+    (workflow_dir / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    first = snakemake(workflow_dir, snakemake_env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    changed = json.loads(json.dumps(cfg))
+    changed["experiments"]["tiny_reg"]["methods"][0]["params"]["n_estimators"] = 6
+    changed["select"] = {"variants": ["rf-d2"]}
+    (workflow_dir / "tiny.yaml").write_text(yaml.safe_dump(changed))
+    second = snakemake(workflow_dir, snakemake_env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    scores = pd.read_csv(workflow_dir / "results/tiny_reg/scores.csv")
+    assert set(scores["variant"]) == {"rf-d2"} and set(scores["param.n_estimators"]) == {6}
+    log = (workflow_dir / "results/logs/collect/tiny_reg.log").read_text()
+    assert "2 superseded record(s)" in log and "rf-d4/repeat-0.json: made with other parameters (n_estimators: 4 -> 6)" in log
+    manifest = json.loads((workflow_dir / "results/tiny_reg/report/manifest.json").read_text())
+    assert {(c["dataset"], c["variant"]) for c in manifest["missing_cells"]} == {("linnerud", "rf-d4")}
+    # the same records restored under a configuration they match are accepted again
+    (workflow_dir / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-m", "forestbench", "collect", "tiny_reg", "--results", "results",
+                           "--expected", "results/tiny_reg/expected_runs.json", "--out", "again.csv"],
+                          cwd=workflow_dir, env=snakemake_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 superseded record(s)" in proc.stdout  # expected_runs.json still describes n_estimators 6

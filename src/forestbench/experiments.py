@@ -230,6 +230,7 @@ class Plan:
     def _expand(self, name: str, cfg: dict, select: dict) -> ExperimentPlan:
         for metric in cfg["metrics"]:
             get_metric(metric)
+        self._check_report_metrics(name, cfg)
         variants = expand_variants(name, cfg["methods"], cfg["metrics"])
         if select.get("variants"):
             variants = [v for v in variants if v.name in select["variants"]]
@@ -255,6 +256,28 @@ class Plan:
         return ExperimentPlan(name, cfg, cfg["protocol"], datasets, unavailable, variants, repeats,
                               int(cfg.get("seed", self.config.get("seed", 0))),
                               int(cfg.get("threads", self.config.get("threads", 1))))
+
+    def _check_report_metrics(self, name: str, cfg: dict) -> None:
+        """A report or reference entry (its ``ours`` metric if given) may only show a metric the experiment scores
+        (or an ``extra.<key>`` run-info column): another one would have no score row, and every one of its cells
+        would read "not run"."""
+        refs = cfg.get("reference") or []
+        entries = [("reports", i, spec) for i, spec in enumerate(cfg.get("reports") or [])]
+        entries += [("reference", i, spec) for i, spec in enumerate(refs if isinstance(refs, list) else [refs])]
+        for key, i, spec in entries:
+            if not isinstance(spec, dict):
+                continue
+            # a reference entry's ``ours`` names our metric (or one per dataset) when the published table labels
+            # it otherwise
+            metric = spec.get("ours", spec.get("metric")) if key == "reference" else spec.get("metric")
+            names = list(metric.values()) if isinstance(metric, dict) else [metric]
+            metric = next((m for m in names if m is not None and not str(m).startswith("extra.")
+                           and m not in cfg["metrics"]), None)
+            if metric is None:
+                continue
+            raise ConfigError(f"{self.source}: experiment {name}, {key}[{i}]: metric {metric!r} is not one the "
+                              f"experiment scores (metrics: {', '.join(cfg['metrics'])}); add it to the "
+                              "experiment's metrics or show one of them")
 
     # ------------------------------------------------------------------ jobs and paths
     def jobs(self) -> list[Job]:

@@ -100,7 +100,7 @@ def _select(args) -> None:
 
 
 def _collect(args) -> None:
-    from forestbench.collect import collect, find_records, write_scores
+    from forestbench.collect import collect, current, find_records, read_expected, write_scores
 
     paths = args.records or find_records(args.results, args.experiment)
     if args.existing_only:
@@ -108,6 +108,13 @@ def _collect(args) -> None:
         paths = [p for p in paths if os.path.exists(p)]
         if missing:
             print(f"{len(missing)} record(s) of {args.experiment} not run yet, e.g. {missing[0]}")
+    expected = read_expected(args.expected) if args.expected else None
+    paths, superseded = current(paths, expected, args.experiment)
+    if superseded:
+        print(f"{len(superseded)} superseded record(s) of {args.experiment} left out of the table (their cells "
+              "show as not run; rerun their jobs to bring them back):")
+        for path, why in superseded:
+            print(f"  {path}: {why}")
     frame = collect(paths, experiment=args.experiment)
     write_scores(frame, args.out)
     if args.selection_out:
@@ -174,6 +181,9 @@ def register(subparsers) -> None:
     p.add_argument("--results", default="results")
     p.add_argument("--existing-only", action="store_true", help="skip listed records that do not exist (yet)")
     p.add_argument("--out", required=True)
+    p.add_argument("--expected", default=None,
+                   help="what the configuration expects of each run (results/<experiment>/expected_runs.json): "
+                        "records of another configuration, data or package version are left out and listed")
     p.add_argument("--selection-out", default=None,
                    help="also write the validation scores of tuned runs' candidates (selection.csv)")
     p.set_defaults(func=_collect)

@@ -5,6 +5,8 @@ A record is written atomically, so a killed job leaves no file that looks comple
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import platform
 import socket
@@ -17,6 +19,11 @@ from pathlib import Path
 from forestbench._io import write_json
 
 SCHEMA_VERSION = 1
+#: the packages whose versions are part of a result's fingerprint (a candidate's cache key, a record's check in
+#: ``collect``): this project and the numerical libraries its estimators compute with. The git commit is recorded
+#: in the provenance but left out of the fingerprint: it changes with every commit, documentation included, and
+#: would make every stored result look superseded.
+CODE_PACKAGES = ("forestbench", "numpy", "scipy", "scikit-learn")
 PACKAGES = ("forestbench", "numpy", "scipy", "scikit-learn", "pandas", "snakemake", "threadpoolctl", "Cython")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 SLURM_VARIABLES = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURMD_NODENAME",
@@ -81,7 +88,38 @@ def provenance() -> dict:
     }
 
 
+def code_versions() -> dict:
+    """``{package: version}`` of :data:`CODE_PACKAGES` in the running environment."""
+    return {p: _version(p) for p in CODE_PACKAGES}
+
+
+def config_sha256(spec: dict) -> str:
+    """sha256 of a resolved run specification (canonical JSON): the configuration a result was computed under
+    (method, parameters, tuning, metrics, seed, protocol, threads, expected shape, plugins)."""
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def fingerprint(spec: dict, data: dict, code: dict | None = None) -> dict:
+    """What a run record's result depends on: its configuration (:func:`config_sha256` of the run specification),
+    the checksums of the prepared data and of the split manifest, and the versions of :data:`CODE_PACKAGES`."""
+    return {"config_sha256": config_sha256(spec), "prepared_sha256": data.get("prepared_sha256"),
+            "split_sha256": data.get("split_sha256"), "code": dict(code if code is not None else code_versions())}
+
+
+def fingerprint_of(record: dict) -> dict:
+    """The fingerprint of a stored record, recomputed from its specification, data checksums and provenance (so
+    that records written before fingerprints were stored are checked alike)."""
+    packages = (record.get("provenance") or {}).get("packages") or {}
+    return fingerprint(record.get("spec") or {}, record.get("data") or {},
+                       {p: packages.get(p) for p in CODE_PACKAGES})
+
+
 def write_record(path: str | Path, record: dict) -> Path:
-    record = {"schema_version": SCHEMA_VERSION, **record, "provenance": provenance()}
+    prov = provenance()
+    record = {"schema_version": SCHEMA_VERSION, **record, "provenance": prov}
+    if "spec" in record:
+        record["fingerprint"] = fingerprint(record["spec"], record.get("data") or {},
+                                            {p: prov["packages"].get(p) for p in CODE_PACKAGES})
     write_json(path, record)
     return Path(path)

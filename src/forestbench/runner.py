@@ -169,24 +169,52 @@ def _finite_or_none(value):
     return value if np.isfinite(value) else None
 
 
-def _with_selection(estimator, spec: dict, method, task: str, selected: dict | None, budget: dict | None = None):
-    """The estimator to fit: as it is, refitted with DAG-selected parameters, or wrapped in an in-job
-    ``GridSelection`` (``tune.mode: inner``)."""
+class HoldoutFit:
+    """The model a selection keeps with ``refit: false``: the selected estimator fitted on the fit rows of the
+    holdout only (the rows the candidates were fitted on), as ``GridSelection(refit=False)`` keeps it."""
+
+    def __init__(self, estimator, fit_rows):
+        self.best_estimator_ = estimator
+        self.fit_rows = fit_rows
+
+    def fit(self, X, Y):
+        from forestbench.selection import _rows as rows_of
+
+        self.best_estimator_.fit(rows_of(X, self.fit_rows), rows_of(Y, self.fit_rows))
+        return self
+
+    def predict(self, X):
+        return self.best_estimator_.predict(X)
+
+
+def _with_selection(estimator, spec: dict, method, task: str, selected: dict | None, budget: dict | None,
+                    params: dict, Y_fit, train, test):
+    """The estimator to fit: as it is, the DAG-selected parameters fitted as the in-job selection would (refitted
+    on the training part, or on the holdout's fit rows with ``refit: false``), or wrapped in an in-job
+    ``GridSelection`` (``tune.mode: inner``). ``params`` are the estimator's fixed parameters (no run parameters)."""
     tune = spec.get("tune")
     if not tune:
         return estimator, None
+    stratify = task in ("binary", "multiclass")
     if tune["mode"] == "dag":
         if selected is None:
             raise ConfigError(f"{spec['experiment']}/{spec['variant']}: tuned with mode dag, but no --selected "
                               "file was given (the workflow's select rule writes it)")
-        return method.build({**spec.get("params", {}), **selected["params"]}, spec.get("seed"), task), selected
+        chosen = method.build({**params, **selected["params"]}, spec.get("seed"), task)
+        if tune["refit"]:
+            return chosen, selected
+        from forestbench.dag_selection import folds_of
+
+        y_strat = np.asarray(Y_fit).ravel() if stratify else None
+        (fit_rows, _), = folds_of(spec, len(train), np.asarray(train), np.asarray(test), y_strat)
+        return HoldoutFit(chosen, fit_rows), selected
     from forestbench.selection import GridSelection
     from forestbench.tuning import candidates
 
-    return GridSelection(estimator, candidates(tune, int(tune.get("seed", 0))), validation=tune["validation"], metric=tune["metric"],
-                         staged=tune["staged"], refit=tune["refit"],
-                         stage_caps=(budget or {}).get("caps"),
-                         stratify=task in ("binary", "multiclass"), random_state=spec.get("seed")), None
+    return GridSelection(estimator, candidates(tune, int(tune.get("seed", 0))), validation=tune["validation"],
+                         metric=tune["metric"], staged=tune["staged"], refit=tune["refit"],
+                         stage_caps=(budget or {}).get("caps"), stratify=stratify,
+                         random_state=spec.get("seed")), None
 
 
 def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Path, extra: dict | None = None,
@@ -216,7 +244,8 @@ def run(spec: dict, prepared: str | Path, split_file: str | Path, out: str | Pat
     estimator = method.build(params, spec.get("seed"), ds.task)
     if (spec.get("tune") or {}).get("budget") and budget is None and spec["tune"]["mode"] == "inner":
         raise ConfigError(f"{spec['experiment']}/{spec['variant']}: tune.budget needs the budget file (--budget)")
-    estimator, selection = _with_selection(estimator, spec, method, ds.task, selected, budget)
+    estimator, selection = _with_selection(estimator, spec, method, ds.task, selected, budget, params, Y_fit,
+                                           train, test)
     with threadpool_limits(limits=int(spec.get("threads", 1))):
         _, fit_wall, fit_cpu = _timed(estimator.fit, X_train, Y_fit)
         Y_pred, pred_wall, pred_cpu = _timed(estimator.predict, X_test)

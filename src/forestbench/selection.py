@@ -49,13 +49,18 @@ def budget_caps(make, candidates: list[dict], X, Y, staged: str, budget: float, 
     """Per candidate (by ``tuning.candidate_id``): the cap on ``staged`` so that one fit costs at most
     ``budget x reference_seconds`` (the reference time T of one iteration), from this candidate's measured seconds
     per stage. Measured once and stored (the workflow's budget file), so that reruns elsewhere select alike."""
-    caps = {}
-    for params in candidates:
-        per_stage = seconds_per_stage(make, params, X, Y, staged)
-        limit = int(params.get(staged) or default_stages)
-        cap = max(1, min(limit, int(budget * reference_seconds / max(per_stage, 1e-12))))
-        caps[tuning.candidate_id(params)] = {"params": params, "seconds_per_stage": per_stage, "n_stages_max": cap}
-    return caps
+    return {tuning.candidate_id(params): stage_cap(params, seconds_per_stage(make, params, X, Y, staged), staged,
+                                                   budget, reference_seconds, default_stages)
+            for params in candidates}
+
+
+def stage_cap(params: dict, per_stage: float, staged: str, budget: float, reference_seconds: float,
+              default_stages: int) -> dict:
+    """One candidate's entry of the budget file: the most stages of ``staged`` that fit in
+    ``budget x reference_seconds`` at ``per_stage`` seconds each (at least 1, at most the configured count)."""
+    limit = int(params.get(staged) or default_stages)
+    cap = max(1, min(limit, int(budget * reference_seconds / max(per_stage, 1e-12))))
+    return {"params": params, "seconds_per_stage": per_stage, "n_stages_max": cap}
 
 
 def _compiled_curve(est, metric: str, X_fit, Y_fit, X_val, Y_val) -> np.ndarray | None:
@@ -150,13 +155,19 @@ def choose(results: list[dict], metric: str, staged: str | None = None) -> dict:
     if not results:
         raise ConfigError("tune: no candidate was evaluated")
     sign = 1.0 if get_metric(metric).higher_is_better else -1.0
-    keys = [sign * r["score"] if np.isfinite(r["score"]) else -np.inf for r in results]
-    index = int(np.argmax(keys))
+    scores = [_score(r["score"]) for r in results]
+    keys = [sign * s if np.isfinite(s) else -np.inf for s in scores]
+    index = int(np.argmax(keys))  # every score undefined: the first candidate, as for ties
     best = results[index]
     params = dict(best["params"])
     if staged:
         params[staged] = int(best["best_stage"])
-    return {"params": params, "score": float(best["score"]), "index": index}
+    return {"params": params, "score": scores[index], "index": index}
+
+
+def _score(value) -> float:
+    """A validation score as a float: an undefined one (NaN in memory, null once stored as JSON) is NaN."""
+    return float("nan") if value is None else float(value)
 
 
 class GridSelection(MetaEstimatorMixin, BaseEstimator):

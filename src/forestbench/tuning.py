@@ -27,10 +27,25 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 
 import numpy as np
 
 from forestbench.errors import ConfigError
+
+#: set to 1 to recompute every stored candidate and budget measurement of DAG tuning instead of reusing them
+#: (``forestbench.dag_selection``); the workflow sets it for ``--forcerun tune``, ``--forcerun budget``, ``--forceall``
+RECOMPUTE_VARIABLE = "FORESTBENCH_RECOMPUTE_TUNING"
+
+
+def recompute_requested() -> bool:
+    return os.environ.get(RECOMPUTE_VARIABLE, "").strip() not in ("", "0")
+
+
+def request_recompute() -> None:
+    """Ask the tuning jobs started from this process (they inherit its environment) to recompute stored results."""
+    os.environ[RECOMPUTE_VARIABLE] = "1"
+
 
 DEFAULTS = {"validation": {"holdout": 0.2}, "refit": True, "mode": "inner", "chunk": 10, "staged": None,
             "n_candidates": None, "budget": None}

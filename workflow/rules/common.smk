@@ -97,7 +97,21 @@ def selected_of_job(wildcards):
     return _budget_input(wildcards) if variant.tune else {}
 
 
+def _recompute_tuning_when_forced():
+    """A forced tune or budget job (--forcerun tune/budget, --forceall) recomputes its stored candidates and
+    timings instead of reusing them (forestbench.dag_selection reads FORESTBENCH_RECOMPUTE_TUNING). Called from the
+    input functions of those rules, i.e. once the DAG settings are known; the jobs inherit the environment."""
+    import forestbench.tuning
+
+    settings = workflow.dag_settings
+    if _MAIN and settings is not None and (
+        settings.forceall or {"tune", "budget"} & set(map(str, settings.forcerun))
+    ):
+        forestbench.tuning.request_recompute()
+
+
 def budget_of_chunk(wildcards):
+    _recompute_tuning_when_forced()
     return _budget_input(wildcards)
 
 
@@ -106,6 +120,7 @@ def budget_spec_json(wildcards):
 
 
 def budget_split(wildcards):
+    _recompute_tuning_when_forced()
     return PLAN.split_path(wildcards.dataset, PLAN.experiments[wildcards.experiment].protocol)
 
 
@@ -130,6 +145,15 @@ def records_of(wildcards):
 def all_records_of(wildcards):
     exp = FULL_PLAN.experiments[wildcards.experiment]
     return " ".join(FULL_PLAN.record_path(job) for job in exp.jobs())
+
+
+def expected_runs_of(wildcards):
+    """results/<experiment>/expected_runs.json: what the full configuration expects of each run of the experiment
+    (forestbench.collect.expected_runs), rewritten only when that changes."""
+    from forestbench.collect import write_expected
+
+    path = f"results/{wildcards.experiment}/expected_runs.json"
+    return str(write_expected(FULL_PLAN, wildcards.experiment, path))
 
 
 def experiments_json(wildcards, all_experiments=False):

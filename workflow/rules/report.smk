@@ -5,6 +5,8 @@
 rule collect:
     input:
         records_of,
+        # what the configuration expects of each run: records of a superseded configuration are left out
+        expected=expected_runs_of,
     output:
         scores="results/{experiment}/scores.csv",
         selection="results/{experiment}/selection.csv",
@@ -20,7 +22,7 @@ rule collect:
         records=all_records_of,
     shell:
         "python -m forestbench collect {wildcards.experiment} --records {params.records} --existing-only "
-        "--out {output.scores} --selection-out {output.selection} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "--expected {input.expected} --out {output.scores} --selection-out {output.selection} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
 
 
 rule report_experiment:
