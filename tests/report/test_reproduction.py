@@ -28,7 +28,8 @@ def test_compare_statuses_and_std_units(scores_csv):
     assert frame.loc[("bibtex", "rf"), "status"] == reproduction.STATUS_NOT_RUN
     counts = rep.counts()
     assert counts == {"cells": 96, "run": 22, "within_tolerance": 21, "out_of_tolerance": 1, "not_run": 74,
-                      "no_published_std": 0, "no_published_value": 0, "undefined": 0}
+                      "no_published_std": 0, "no_published_value": 0, "undefined": 0, "judged": 22,
+                      "judged_with_std": 22, "within_2_std": 21, "comparison_only": 0, "reduced_protocol": 0}
     md = rep.to_markdown()
     assert "OUT OF TOLERANCE" in md and "- medical / rf-gaussian-q1" in md and "Cells not yet run (74)" in md
 

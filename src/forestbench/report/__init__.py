@@ -46,7 +46,7 @@ __all__ = ["REPORT_KINDS", "build_experiment_report", "build_index", "report_kin
 
 # the public names are imported on first use: plotting (matplotlib, seaborn, pandas) costs about a second, which
 # every command of the CLI (it lists the report commands among the others) and every fit job would otherwise pay
-_LAZY = {"REPORT_KINDS": "experiment", "build_experiment_report": "experiment", "report_kind": "experiment",
+_LAZY = {"REPORT_KINDS": "experiment", "build_experiment_report": "experiment", "report_kind": "kinds",
          "build_index": "index"}
 
 
