@@ -47,6 +47,9 @@ def _direction(ctx: Context, metric: str, spec: dict) -> bool:
 # --- report kinds ------------------------------------------------------------------------------------------------
 @report_kind("table")
 def _table(ctx: Context, spec: dict, slug: str) -> Section:
+    """``metric``, optional ``baseline`` (a variant), ``decimals`` (3), ``sig_rule`` (``max_std`` | ``baseline_std``
+    | ``method_std``). Mean ± std per dataset x variant, best per row in bold, cells more than one std from the
+    baseline marked, average-rank row; CSV (long form), Markdown, LaTeX (booktabs)."""
     metric = str(spec["metric"])
     summary = summarise(ctx.scores, metric)
     datasets, variants = ctx.datasets_for(spec), ctx.variants_for(spec)
@@ -88,6 +91,8 @@ def _iman_davenport_text(info: dict) -> str:
 
 @report_kind("cd_diagram")
 def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
+    """``metric``, ``alpha`` (0.05). Friedman test + Nemenyi CD over the datasets where every variant ran; PDF +
+    PNG and a ranks CSV."""
     metric = str(spec["metric"])
     alpha = float(spec.get("alpha", 0.05))
     hib = _direction(ctx, metric, spec)
@@ -130,6 +135,9 @@ def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
 
 @report_kind("pvalues")
 def _pvalues(ctx: Context, spec: dict, slug: str) -> Section:
+    """``metric``, ``test`` (``wilcoxon`` | ``ttest``), ``over`` (``datasets`` | ``repeats``; default datasets for
+    Wilcoxon, repeats for the t-test, as in the thesis), ``correction`` (none | ``holm``; default none, as the
+    published tables), ``alpha``. '>' / '<' sign notation, row versus column."""
     metric = str(spec["metric"])
     test = str(spec.get("test", "wilcoxon"))
     if test not in ("wilcoxon", "ttest"):
@@ -166,25 +174,35 @@ def _with_hue(ctx: Context, rows: pd.DataFrame, hue: str | None, x: str | None) 
     return rows
 
 
+def _placed(sec: Section, rows: pd.DataFrame, x: str) -> pd.DataFrame:
+    """Rows with a value of ``x``: a variant without that parameter (e.g. the baseline of a sweep) has no place on
+    the axis and is named in a note."""
+    if rows.empty or x not in rows.columns or not rows[x].isna().any():
+        return rows
+    unplaced = ordered_unique(rows.loc[rows[x].isna(), "variant"])
+    sec.notes.append(f"left out (no {x.removeprefix('param.')}): {_short(unplaced)}")
+    return rows[rows[x].notna()]
+
+
 @report_kind("sweep")
 def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
+    """``metric``, ``x`` (a ``param.<name>`` column), ``hue`` (default ``variant_group``: the method plus its
+    parameters other than ``x`` that vary). Mean ± std over repeats, one panel per dataset; variants without the
+    swept parameter are left out (and named in a note)."""
     metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
     hue = spec.get("hue", "variant_group")
     sec = Section("sweep", f"{metric} against {x.removeprefix('param.')}")
     rows = ctx.restrict(final_rows(ctx.scores, metric), spec)
     if not rows.empty and x not in rows.columns:
         raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
-    if not rows.empty and rows[x].isna().any():
-        # a variant that does not have the swept parameter (e.g. the baseline) has no place on its axis
-        unswept = ordered_unique(rows.loc[rows[x].isna(), "variant"])
-        sec.notes.append(f"left out (no {x.removeprefix('param.')}): {_short(unswept)}")
-        rows = rows[rows[x].notna()]
-    rows = _with_hue(ctx, rows, hue, x)
+    rows = _with_hue(ctx, _placed(sec, rows, x), hue, x)
     return _line_figure(ctx, sec, slug, figures.sweep_plot, rows, x, metric, hue)
 
 
 @report_kind("timing")
 def _timing(ctx: Context, spec: dict, slug: str) -> Section:
+    """``x``, ``time`` (``fit_wall_s`` | ``fit_cpu_s`` | ``predict_wall_s`` | ``predict_cpu_s``), ``hue``; log time
+    axis (log x when numeric and spanning more than a decade)."""
     x = str(_require(spec, "x", "timing report"))
     time = str(spec.get("time", "fit_wall_s"))
     if time not in TIME_COLUMNS:
@@ -200,7 +218,7 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
         for col in (x, time):
             if col not in rows.columns:
                 raise ConfigError(f"timing report: column {col!r} is not in the scores table of {ctx.experiment}")
-        rows = rows[rows[time].notna() & (rows[time] > 0)]
+        rows = _placed(sec, rows[rows[time].notna() & (rows[time] > 0)], x)
     rows = _with_hue(ctx, rows, hue, x)
     return _line_figure(ctx, sec, slug, figures.timing_plot, rows, x, time, hue)
 
@@ -211,8 +229,17 @@ def _fmt(x, spec: str = ".3g") -> str:
 
 @report_kind("layouts")
 def _layouts(ctx: Context, spec: dict, slug: str) -> Section:
-    """The same trees grown from several input layouts (thesis ch.8): fingerprint check, medians, dense / sparse
-    time ratios beside the published ones, the density sweep figure and its crossover density."""
+    """The same trees grown from several input layouts (thesis ch.8; variants differ by ``input_layout``):
+    fingerprint check, medians, dense / sparse time ratios beside the published ones, the density sweep figure and
+    its crossover density.
+
+    ``time`` (``fit_wall_s``), ``sparse`` (``csc``), ``dense`` (``fortran``: the layout the crossover is taken
+    against), ``figure`` (quantities among ``fit_wall_s``, ``predict_wall_s``, ``max_depth``; ``[]`` for none),
+    ``crossover_reference`` (a published crossover density, drawn beside ours), ``on_mismatch`` (``fail`` |
+    ``flag``), ``reference`` (``times``: a Table 8.2/8.3 CSV, ``densities``: the Table 8.1 CSV, ``datasets``: our
+    name -> dataset_id). Fails (or flags) when the layouts of a (dataset, repeat) grew different trees (record
+    field ``tree_sha256``); the figure is drawn against the measured density (log x, median and inter-quartile band
+    per layout, repeats as dots)."""
     time = str(spec.get("time", "fit_wall_s"))
     if time not in TIME_COLUMNS:
         raise ConfigError(f"layouts report: time must be one of {', '.join(TIME_COLUMNS)}, got {time!r}")
@@ -310,8 +337,8 @@ def _layouts(ctx: Context, spec: dict, slug: str) -> Section:
 
 @report_kind("convergence")
 def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
-    """Staged scores against ``x``: ``step`` (default), ``n_trees`` or ``stage_fit_s`` (cumulative fit seconds);
-    ``logx: true`` for a log axis."""
+    """``metric``, ``hue`` (``variant``); staged scores against ``x``: ``step`` (default), ``n_trees`` or
+    ``stage_fit_s`` (cumulative fit seconds); ``logx: true`` for a log axis."""
     metric = str(spec["metric"])
     hue = spec.get("hue", "variant")
     x = str(spec.get("x", "step"))

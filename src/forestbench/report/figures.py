@@ -140,7 +140,7 @@ def _level_order(column: str, values: list[str]) -> list[str]:
 
 def _facet_line_plot(data: pd.DataFrame, x: str, y: str, hue: str | None, ylabel: str, xlabel: str,
                      logy: bool = False, logx: bool | None = None):
-    data = data.copy()
+    data = data[data[x].notna()].copy()                     # a row without x has no place on the axis
     datasets = list(dict.fromkeys(data["dataset"]))          # panel and line orders: as first seen in the records
     if hue and data[hue].isna().any():
         # a variant without this parameter (e.g. the baseline of a sweep) is named by its variant, never "nan"
@@ -154,7 +154,8 @@ def _facet_line_plot(data: pd.DataFrame, x: str, y: str, hue: str | None, ylabel
         data = data.sort_values(x, kind="stable")
     else:
         # a categorical axis: positions 0..k-1 in a meaningful order, labelled by readable values
-        levels = _level_order(x, list(dict.fromkeys(data[x])))
+        levels = _level_order(x, [str(v) for v in dict.fromkeys(data[x])])
+        data[x] = data[x].map(str)
         data[x] = data[x].map({v: i for i, v in enumerate(levels)}).astype(float)
         data = data.sort_values(x, kind="stable")
     col_wrap = min(4, len(datasets))
