@@ -110,8 +110,16 @@ def anchor_ids(names) -> dict[str, str]:
     return out
 
 
+def _verdict_counts(manifest: dict | None) -> dict:
+    """The manifest's verdict, or (a manifest written before it had one) the sum of its reproduction sections."""
+    manifest = manifest or {}
+    if "verdict" in manifest:
+        return manifest["verdict"] or {}
+    return verdict_counts([s.get("data") or {} for s in manifest.get("sections", []) if s.get("kind") == "reproduction"])
+
+
 def _verdict(manifest: dict | None) -> str:
-    return verdict_text((manifest or {}).get("verdict") or {})
+    return verdict_text(_verdict_counts(manifest))
 
 
 def _versions(manifest: dict) -> tuple[str, dict]:
@@ -137,7 +145,7 @@ def build_index(experiment_dirs: list[Path] | dict, out_dir: Path) -> Path:
     experiments = _as_mapping(experiment_dirs)
     anchors = anchor_ids(experiments)
     manifests = {name: _load_manifest(d) for name, d in experiments.items()}
-    overall = verdict_counts([m["verdict"] for m in manifests.values() if m and m.get("verdict")])
+    overall = verdict_counts([_verdict_counts(m) for m in manifests.values() if m])
     overall_line = "Published numbers, all experiments: " + verdict_text(overall) + "."
     body, md = [], ["# forestbench report", "", overall_line, ""]
     nav = []

@@ -268,6 +268,9 @@ def verdict_counts(counts: list[dict]) -> dict[str, int]:
             total[key] += int(c.get(key, 0))
         total["within_tolerance"] += int(c.get("agree", 0))
         total["out_of_tolerance"] += int(c.get("disagree", 0))
+        if "judged" not in c:       # counts of an older manifest: every verdict it gave was a judgement
+            total["judged"] += sum(int(c.get(k, 0)) for k in ("within_tolerance", "out_of_tolerance", "agree",
+                                                                 "disagree"))
     return total
 
 
