@@ -106,6 +106,8 @@ def test_front_page_links_have_their_anchors(tmp_path):
     page = (tmp_path / "index" / "index.html").read_text()
     md_links, md_anchors, html_links, html_anchors = _links_and_anchors(md, page)
     assert md_links == {"exp-demo_projections", "exp-not_built_yet"}
+    nav = md.split("## Experiments")[1].split("<a id=")[0]        # the list of experiments comes first, whole
+    assert "(#exp-demo_projections)" in nav and "(#exp-not_built_yet)" in nav
     assert md_links <= md_anchors, f"index.md links without anchor: {md_links - md_anchors}"
     assert html_links and html_links <= html_anchors, f"index.html links without anchor: {html_links - html_anchors}"
 

@@ -147,8 +147,8 @@ def build_index(experiment_dirs: list[Path] | dict, out_dir: Path) -> Path:
     manifests = {name: _load_manifest(d) for name, d in experiments.items()}
     overall = verdict_counts([_verdict_counts(m) for m in manifests.values() if m])
     overall_line = "Published numbers, all experiments: " + verdict_text(overall) + "."
-    body, md = [], ["# forestbench report", "", overall_line, ""]
-    nav = []
+    body, md = [], []
+    nav, md_nav = [], []
     for name, report_dir in experiments.items():
         manifest = manifests[name]
         anchor = anchors[name]
@@ -161,7 +161,7 @@ def build_index(experiment_dirs: list[Path] | dict, out_dir: Path) -> Path:
             status += f", MIXED VERSIONS of {', '.join(mixed)}"
         nav.append(f"<li><a href='#{anchor}'>{html.escape(name)}</a> — "
                    f"<span class='{'status-notrun' if not_run else 'status'}'>{html.escape(status)}</span></li>")
-        md.append(f"- [{name}](#{anchor}) — {'**not run**' if not_run else status}")
+        md_nav.append(f"- [{name}](#{anchor}) — {'**not run**' if not_run else status}")
         body.append(f"<section id='{anchor}'><h2>{html.escape(name)}</h2>")
         md_head = ["", f'<a id="{anchor}"></a>', "", f"## {name}", ""]
         if manifest is None:
@@ -235,5 +235,6 @@ def build_index(experiment_dirs: list[Path] | dict, out_dir: Path) -> Path:
             + "\n".join(body) + "</body></html>\n")
     index = out_dir / "index.html"
     write_text(index, page)
+    md = ["# forestbench report", "", overall_line, "", "## Experiments", ""] + md_nav + md
     write_text(out_dir / "index.md", "\n".join(md) + "\n")
     return index
