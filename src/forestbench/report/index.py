@@ -175,7 +175,8 @@ def build_index(experiment_dirs: list[Path] | dict, out_dir: Path) -> Path:
         verdict = _verdict(manifest)
         versions, mixed = _versions(manifest)
         body.append(f"<p class='verdict'><b>Published numbers</b>: {html.escape(verdict)}</p>")
-        body += [f"<p class='note protocol'>{html.escape(t)}</p>" for t in manifest.get("protocols") or []]
+        protocols = list(dict.fromkeys(manifest.get("protocols") or []))   # entries of one table family repeat it
+        body += [f"<p class='note protocol'>{html.escape(t)}</p>" for t in protocols]
         body.append(f"<p class='versions'><b>Package versions</b>: {html.escape(versions)}</p>")
         if mixed:
             body.append(f"<p class='warning'><b>Warning</b>: the fits of this experiment ran with different "
@@ -209,7 +210,7 @@ def build_index(experiment_dirs: list[Path] | dict, out_dir: Path) -> Path:
         if not_run:
             md_sec += ["**Not run**: no scores recorded yet.", ""]
         md_sec += [f"**Published numbers**: {verdict}", ""]
-        md_sec += [f"- {t}" for t in manifest.get("protocols") or []] + ([""] if manifest.get("protocols") else [])
+        md_sec += [f"- {t}" for t in protocols] + ([""] if protocols else [])
         md_sec += [f"**Package versions**: {versions}", ""]
         if mixed:
             md_sec += [f"**Warning**: the fits of this experiment ran with different versions of "
