@@ -1,7 +1,8 @@
 """Gather run records into the tidy scores table of an experiment.
 
 One row per (experiment, dataset, variant, repeat, metric); timing, model size and memory are repeated on each
-metric row, resolved parameters become ``param.<name>`` columns. Works on whatever records exist, so a table can be
+metric row, resolved parameters become ``param.<name>`` columns, the package versions of the run's provenance
+``package.<name>`` columns. Works on whatever records exist, so a table can be
 built while jobs are still running.
 
 A table never mixes configurations. Given what the current configuration expects of each run
@@ -58,6 +59,7 @@ def record_rows(record: dict) -> list[dict]:
         "split_sha256": record.get("data", {}).get("split_sha256"),
         "slurm_job_id": (prov.get("slurm") or {}).get("SLURM_JOB_ID"), "host": prov.get("host"),
         "n_trees": None, "stage_fit_s": None, "validation_score": record.get("validation_score"),
+        **{f"package.{k}": v for k, v in (prov.get("packages") or {}).items()},   # versions the fit ran with
         **{f"param.{k}": _param(v) for k, v in record.get("params", {}).items()},
         **{f"selected.{k}": _param(v) for k, v in (record.get("selected_params") or {}).items()},
         **{f"extra.{k}": v for k, v in (record.get("extra") or {}).items()
@@ -274,7 +276,7 @@ def collect(record_paths: list[str | Path], experiment: str | None = None, expec
     if frame.empty:
         frame = pd.DataFrame(columns=COLUMNS)
     else:
-        params = sorted(c for c in frame.columns if c.startswith(("param.", "selected.", "extra.")))
+        params = sorted(c for c in frame.columns if c.startswith(("param.", "selected.", "extra.", "package.")))
         frame = frame[COLUMNS + params]
         frame = frame.sort_values(["dataset", "variant", "repeat", "metric", "step"], na_position="first",
                                   kind="stable").reset_index(drop=True)

@@ -28,7 +28,8 @@ def test_compare_statuses_and_std_units(scores_csv):
     assert frame.loc[("bibtex", "rf"), "status"] == reproduction.STATUS_NOT_RUN
     counts = rep.counts()
     assert counts == {"cells": 96, "run": 22, "within_tolerance": 21, "out_of_tolerance": 1, "not_run": 74,
-                      "no_published_std": 0, "no_published_value": 0, "undefined": 0}
+                      "no_published_std": 0, "no_published_value": 0, "undefined": 0, "judged": 22,
+                      "judged_with_std": 22, "within_2_std": 21, "comparison_only": 0, "reduced_protocol": 0}
     md = rep.to_markdown()
     assert "OUT OF TOLERANCE" in md and "- medical / rf-gaussian-q1" in md and "Cells not yet run (74)" in md
 
@@ -103,7 +104,8 @@ def test_compare_cd_figure_6_7():
     assert frame.loc["critical difference", "ours"] == pytest.approx(2.291, abs=1e-3)
     assert frame.loc["Friedman p", "ours"] == pytest.approx(4.7e-11, rel=0.03)
     assert frame.loc["gbrt_relabel_rpo_gaussian", "difference"] == pytest.approx(0, abs=1e-4)
-    assert rep.counts() == {"cells": 10, "run": 10, "agree": 10, "disagree": 0, "not_run": 0}
+    assert rep.counts() == {"cells": 10, "run": 10, "agree": 10, "disagree": 0, "not_run": 0, "judged": 10,
+                            "comparison_only": 0, "reduced_protocol": 0}
     # a sub-set of the methods: flagged as not comparable
     partial = reproduction.compare_any(scores, dict(cfg, methods={"gbmort": "gbmort", "mo_rf": "mo_rf"}),
                                        REFERENCE_DIR, "fig67")

@@ -55,10 +55,13 @@ def _experiment(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
+    """The front page lists the configured experiments (those not run yet too) and every other experiment of the
+    results directory that has a report, whichever configuration built it."""
     from forestbench.report import build_index
+    from forestbench.report.index import discover_reports
 
     experiments = _experiments_of(args)
-    dirs = {str(name): Path(args.results) / str(name) / "report" for name in experiments}
+    dirs = discover_reports(Path(args.results), [str(name) for name in experiments])
     path = build_index(dirs, args.out)
     print(f"report index: {path}")
     return 0
@@ -78,7 +81,8 @@ def register(subparsers) -> None:
                      help="directory of the published reference CSVs (default: config/reference)")
     exp.add_argument("--out", type=Path, required=True, help="output directory, e.g. results/<E>/report")
     exp.set_defaults(func=_experiment)
-    idx = sub.add_parser("index", help="results/report/index.html and index.md over every configured experiment")
+    idx = sub.add_parser("index", help="results/report/index.html and index.md: every configured experiment and "
+                                       "every other one with a report under --results")
     idx.add_argument("--configfile", type=Path)
     idx.add_argument("--experiments-json", help="the 'experiments' mapping as JSON (instead of --configfile)")
     idx.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")

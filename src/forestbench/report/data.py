@@ -15,6 +15,7 @@ from forestbench.errors import DataError
 
 REQUIRED_COLUMNS = ("experiment", "dataset", "method", "variant", "repeat", "metric", "value", "higher_is_better")
 TIME_COLUMNS = ("fit_wall_s", "fit_cpu_s", "predict_wall_s", "predict_cpu_s")
+PACKAGE_PREFIX = "package."        # package.<name>: the version a fit ran with (run record provenance)
 
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
@@ -49,7 +50,10 @@ def load_scores(path: str | Path, experiment: str | None = None) -> pd.DataFrame
     if not path.exists():
         return empty_scores()
     try:
-        frame = pd.read_csv(path, keep_default_na=True)
+        header = pd.read_csv(path, nrows=0).columns
+        # versions stay text: "1.10" is not the number 1.1
+        frame = pd.read_csv(path, keep_default_na=True,
+                            dtype={c: str for c in header if str(c).startswith(PACKAGE_PREFIX)})
     except pd.errors.EmptyDataError:
         return empty_scores()
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -189,3 +193,38 @@ def axis_values(series: pd.Series) -> tuple[pd.Series, bool]:
     if numeric.notna().all() and len(series):
         return numeric.astype(float), True
     return series.astype(str), False
+
+
+def package_versions(scores: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """The package versions the fits ran with (``package.<name>`` columns, from the run records' provenance):
+    package -> {version: number of fits}, a fit being one (dataset, variant, repeat). A fit that did not record a
+    package (not installed, or an older record) is counted under "not recorded"."""
+    cols = [c for c in scores.columns if c.startswith(PACKAGE_PREFIX)]
+    if not cols or scores.empty:
+        return {}
+    keys = [k for k in ("dataset", "variant", "repeat") if k in scores.columns]
+    fits = scores.drop_duplicates(keys) if keys else scores
+    out: dict[str, dict[str, int]] = {}
+    for col in cols:
+        values = fits[col].map(lambda v: "not recorded" if pd.isna(v) or str(v).strip() == "" else str(v))
+        counts = values.value_counts(sort=False)
+        if set(counts.index) == {"not recorded"} and col != PACKAGE_PREFIX + "forestbench":
+            continue        # a package no fit had installed
+        out[col[len(PACKAGE_PREFIX):]] = {str(v): int(n) for v, n in sorted(counts.items())}
+    return out
+
+
+def mixed_versions(versions: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The packages of :func:`package_versions` whose fits ran with more than one version."""
+    return {p: v for p, v in versions.items() if len(v) > 1}
+
+
+def versions_text(versions: dict[str, dict[str, int]]) -> str:
+    """One line: ``numpy 2.1.3, scikit-learn 1.5.2``; a mixed package lists each version with its fit count."""
+    parts = []
+    for package, found in versions.items():
+        if len(found) == 1:
+            parts.append(f"{package} {next(iter(found))}")
+        else:
+            parts.append(f"{package} " + " / ".join(f"{v} ({n} fits)" for v, n in found.items()))
+    return ", ".join(parts)

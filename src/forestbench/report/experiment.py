@@ -1,78 +1,31 @@
 """One experiment's report: the configured tables and figures, the reproduction table, the list of cells not run.
 
-The report kinds form a registry (``REPORT_KINDS``: kind -> function); adding a kind is writing one function
-``f(ctx, spec, slug) -> Section`` decorated with ``@report_kind("name")``.
+The general report kinds are defined and registered here (``@report_kind``, registry in
+:mod:`forestbench.report.kinds`); importing this module imports every module that defines a kind, so
+``REPORT_KINDS`` is complete once it is imported.
 """
 from __future__ import annotations
 
 import html
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
-from forestbench._io import write_json, write_text
+from forestbench._io import write_json
 from forestbench.errors import ConfigError, DataError
-from forestbench.report import figures, layouts, reproduction, tables
-from forestbench.variants import variant_names
+from forestbench.report import figures, input_layouts, reproduction, tables
+from forestbench.report import teaching  # noqa: F401  (defines and registers the oob_curve kind)
 from forestbench.report.data import (TIME_COLUMNS, add_variant_group, complete_rows, final_rows, load_scores,
-                                     metric_direction, ordered_unique, score_matrix, summarise)
+                                     metric_direction, mixed_versions, ordered_unique, package_versions,
+                                     score_matrix, summarise, versions_text)
+from forestbench.report.kinds import MANIFEST, REPORT_KINDS, Context, ReportFn, Section, report_kind
+from forestbench.report.verdicts import verdict_counts, verdict_text
+from forestbench.variants import variant_names
 
-MANIFEST = "manifest.json"
-
-
-@dataclass
-class Section:
-    kind: str
-    title: str
-    files: dict[str, Path] = field(default_factory=dict)   # format label -> path
-    images: list[Path] = field(default_factory=list)        # PNGs shown on the page
-    html: str = ""                                          # table fragment for the HTML page
-    markdown: str = ""                                      # table text for the Markdown report
-    notes: list[str] = field(default_factory=list)
-    data: dict = field(default_factory=dict)
-
-
-@dataclass
-class Context:
-    experiment: str
-    cfg: dict
-    scores: pd.DataFrame
-    out_dir: Path
-    datasets: list[str]
-    variants: list[str]
-    written: list[Path] = field(default_factory=list)
-    reference_dir: Path | None = None
-
-    def where(self, index: int) -> str:
-        return f"experiments.{self.experiment}.reports[{index}]"
-
-    def write(self, path: Path, text: str) -> Path:
-        write_text(path, text)
-        self.written.append(path)
-        return path
-
-    def variants_for(self, spec: dict) -> list[str]:
-        wanted = spec.get("variants")
-        return [str(v) for v in wanted] if wanted else self.variants
-
-    def datasets_for(self, spec: dict) -> list[str]:
-        wanted = spec.get("datasets")
-        return [str(d) for d in wanted] if wanted else self.datasets
-
-
-ReportFn = Callable[[Context, dict, str], Section]
-REPORT_KINDS: dict[str, ReportFn] = {}
-
-
-def report_kind(name: str):
-    def register(fn: ReportFn) -> ReportFn:
-        REPORT_KINDS[name] = fn
-        return fn
-    return register
+__all__ = ["MANIFEST", "REPORT_KINDS", "Context", "ReportFn", "Section", "build_experiment_report", "missing_cells",
+           "report_kind", "selection_sections"]
 
 
 def _short(items: list[str], limit: int = 20) -> str:
@@ -94,6 +47,9 @@ def _direction(ctx: Context, metric: str, spec: dict) -> bool:
 # --- report kinds ------------------------------------------------------------------------------------------------
 @report_kind("table")
 def _table(ctx: Context, spec: dict, slug: str) -> Section:
+    """``metric``, optional ``baseline`` (a variant), ``decimals`` (3), ``sig_rule`` (``max_std`` | ``baseline_std``
+    | ``method_std``). Mean ± std per dataset x variant, best per row in bold, cells more than one std from the
+    baseline marked, average-rank row; CSV (long form), Markdown, LaTeX (booktabs)."""
     metric = str(spec["metric"])
     summary = summarise(ctx.scores, metric)
     datasets, variants = ctx.datasets_for(spec), ctx.variants_for(spec)
@@ -135,6 +91,8 @@ def _iman_davenport_text(info: dict) -> str:
 
 @report_kind("cd_diagram")
 def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
+    """``metric``, ``alpha`` (0.05). Friedman test + Nemenyi CD over the datasets where every variant ran; PDF +
+    PNG and a ranks CSV."""
     metric = str(spec["metric"])
     alpha = float(spec.get("alpha", 0.05))
     hib = _direction(ctx, metric, spec)
@@ -177,6 +135,9 @@ def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
 
 @report_kind("pvalues")
 def _pvalues(ctx: Context, spec: dict, slug: str) -> Section:
+    """``metric``, ``test`` (``wilcoxon`` | ``ttest``), ``over`` (``datasets`` | ``repeats``; default datasets for
+    Wilcoxon, repeats for the t-test, as in the thesis), ``correction`` (none | ``holm``; default none, as the
+    published tables), ``alpha``. '>' / '<' sign notation, row versus column."""
     metric = str(spec["metric"])
     test = str(spec.get("test", "wilcoxon"))
     if test not in ("wilcoxon", "ttest"):
@@ -213,25 +174,35 @@ def _with_hue(ctx: Context, rows: pd.DataFrame, hue: str | None, x: str | None) 
     return rows
 
 
-def _restrict(ctx: Context, rows: pd.DataFrame, spec: dict) -> pd.DataFrame:
-    rows = rows[rows["variant"].isin(ctx.variants_for(spec)) & rows["dataset"].isin(ctx.datasets_for(spec))]
-    return rows
+def _placed(sec: Section, rows: pd.DataFrame, x: str) -> pd.DataFrame:
+    """Rows with a value of ``x``: a variant without that parameter (e.g. the baseline of a sweep) has no place on
+    the axis and is named in a note."""
+    if rows.empty or x not in rows.columns or not rows[x].isna().any():
+        return rows
+    unplaced = ordered_unique(rows.loc[rows[x].isna(), "variant"])
+    sec.notes.append(f"left out (no {x.removeprefix('param.')}): {_short(unplaced)}")
+    return rows[rows[x].notna()]
 
 
 @report_kind("sweep")
 def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
+    """``metric``, ``x`` (a ``param.<name>`` column), ``hue`` (default ``variant_group``: the method plus its
+    parameters other than ``x`` that vary). Mean ± std over repeats, one panel per dataset; variants without the
+    swept parameter are left out (and named in a note)."""
     metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
     hue = spec.get("hue", "variant_group")
     sec = Section("sweep", f"{metric} against {x.removeprefix('param.')}")
-    rows = _restrict(ctx, final_rows(ctx.scores, metric), spec)
+    rows = ctx.restrict(final_rows(ctx.scores, metric), spec)
     if not rows.empty and x not in rows.columns:
         raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
-    rows = _with_hue(ctx, rows, hue, x)
+    rows = _with_hue(ctx, _placed(sec, rows, x), hue, x)
     return _line_figure(ctx, sec, slug, figures.sweep_plot, rows, x, metric, hue)
 
 
 @report_kind("timing")
 def _timing(ctx: Context, spec: dict, slug: str) -> Section:
+    """``x``, ``time`` (``fit_wall_s`` | ``fit_cpu_s`` | ``predict_wall_s`` | ``predict_cpu_s``), ``hue``; log time
+    axis (log x when numeric and spanning more than a decade)."""
     x = str(_require(spec, "x", "timing report"))
     time = str(spec.get("time", "fit_wall_s"))
     if time not in TIME_COLUMNS:
@@ -242,12 +213,12 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
     if spec.get("metric"):
         rows = rows[rows["metric"] == str(spec["metric"])]
     # the time columns repeat on every metric row of a fit: keep one row per fit
-    rows = _restrict(ctx, rows, spec).drop_duplicates(["dataset", "variant", "repeat"])
+    rows = ctx.restrict(rows, spec).drop_duplicates(["dataset", "variant", "repeat"])
     if not rows.empty:
         for col in (x, time):
             if col not in rows.columns:
                 raise ConfigError(f"timing report: column {col!r} is not in the scores table of {ctx.experiment}")
-        rows = rows[rows[time].notna() & (rows[time] > 0)]
+        rows = _placed(sec, rows[rows[time].notna() & (rows[time] > 0)], x)
     rows = _with_hue(ctx, rows, hue, x)
     return _line_figure(ctx, sec, slug, figures.timing_plot, rows, x, time, hue)
 
@@ -258,25 +229,34 @@ def _fmt(x, spec: str = ".3g") -> str:
 
 @report_kind("layouts")
 def _layouts(ctx: Context, spec: dict, slug: str) -> Section:
-    """The same trees grown from several input layouts (thesis ch.8): fingerprint check, medians, dense / sparse
-    time ratios beside the published ones, the density sweep figure and its crossover density."""
+    """The same trees grown from several input layouts (thesis ch.8; variants differ by ``input_layout``):
+    fingerprint check, medians, dense / sparse time ratios beside the published ones, the density sweep figure and
+    its crossover density.
+
+    ``time`` (``fit_wall_s``), ``sparse`` (``csc``), ``dense`` (``fortran``: the layout the crossover is taken
+    against), ``figure`` (quantities among ``fit_wall_s``, ``predict_wall_s``, ``max_depth``; ``[]`` for none),
+    ``crossover_reference`` (a published crossover density, drawn beside ours), ``on_mismatch`` (``fail`` |
+    ``flag``), ``reference`` (``times``: a Table 8.2/8.3 CSV, ``densities``: the Table 8.1 CSV, ``datasets``: our
+    name -> dataset_id). Fails (or flags) when the layouts of a (dataset, repeat) grew different trees (record
+    field ``tree_sha256``); the figure is drawn against the measured density (log x, median and inter-quartile band
+    per layout, repeats as dots)."""
     time = str(spec.get("time", "fit_wall_s"))
     if time not in TIME_COLUMNS:
         raise ConfigError(f"layouts report: time must be one of {', '.join(TIME_COLUMNS)}, got {time!r}")
     on_mismatch = str(spec.get("on_mismatch", "fail"))
     if on_mismatch not in ("fail", "flag"):
         raise ConfigError(f"layouts report: on_mismatch must be 'fail' or 'flag', got {on_mismatch!r}")
-    quantities = [str(q) for q in spec.get("figure", layouts.QUANTITIES) or []]
-    unknown = sorted(set(quantities) - set(layouts.QUANTITIES))
+    quantities = [str(q) for q in spec.get("figure", input_layouts.QUANTITIES) or []]
+    unknown = sorted(set(quantities) - set(input_layouts.QUANTITIES))
     if unknown:
-        raise ConfigError(f"layouts report: figure quantities must be among {', '.join(layouts.QUANTITIES)}, "
+        raise ConfigError(f"layouts report: figure quantities must be among {', '.join(input_layouts.QUANTITIES)}, "
                           f"not {', '.join(unknown)}")
     sparse, dense = str(spec.get("sparse", "csc")), str(spec.get("dense", "fortran"))
     sec = Section("layouts", f"input layouts: identical trees, {time} and depth per layout")
-    rows = _restrict(ctx, layouts.fit_rows(ctx.scores, str(spec.get("layout", layouts.LAYOUT))), spec)
+    rows = ctx.restrict(input_layouts.fit_rows(ctx.scores, str(spec.get("layout", input_layouts.LAYOUT))), spec)
     base = ctx.out_dir / "tables" / slug
     # 1. the same tree in every layout
-    bad = layouts.fingerprint_mismatches(rows)
+    bad = input_layouts.fingerprint_mismatches(rows)
     sec.data["fingerprint_mismatches"] = bad.to_dict(orient="records")
     sec.files["fingerprint mismatches CSV"] = ctx.write(base.with_name(base.name + "_mismatches.csv"),
                                                         bad.to_csv(index=False))
@@ -294,13 +274,13 @@ def _layouts(ctx: Context, spec: dict, slug: str) -> Section:
         sec.notes.append("no results yet")
         return sec
     # 2. medians, quartiles, ratios
-    summary = layouts.layout_summary(rows)
-    ratios = layouts.time_ratios(summary, time, sparse)
+    summary = input_layouts.layout_summary(rows)
+    ratios = input_layouts.time_ratios(summary, time, sparse)
     sec.files["per-layout CSV"] = ctx.write(base.with_name(base.name + "_summary.csv"), summary.to_csv(index=False))
     ref = spec.get("reference") or {}
-    paper = layouts.published(ctx.reference_dir or Path("config/reference"), ref.get("times"),
+    paper = input_layouts.published(ctx.reference_dir or Path("config/reference"), ref.get("times"),
                               ref.get("densities"), ref.get("datasets")) if ref else None
-    table = layouts.compare_published(ratios, paper, list(ratios["dataset"])) if paper is not None else ratios
+    table = input_layouts.compare_published(ratios, paper, list(ratios["dataset"])) if paper is not None else ratios
     if paper is not None:
         table = table[table["dataset"].isin(ctx.datasets_for(spec)) | table["fortran_over_csc"].notna()]
     sec.files["ratios CSV"] = ctx.write(base.with_name(base.name + "_ratios.csv"), table.to_csv(index=False))
@@ -333,7 +313,7 @@ def _layouts(ctx: Context, spec: dict, slug: str) -> Section:
                 sec.notes.append(f"{d}/{sparse}: the faster layout agrees with the paper on "
                                  f"{int((judged == 'yes').sum())} of {len(judged)} dataset(s)")
     # 3. crossover density and the sweep figure
-    cross = layouts.crossovers(summary, time, sparse, dense)
+    cross = input_layouts.crossovers(summary, time, sparse, dense)
     sec.data["crossovers"] = cross
     published_at = spec.get("crossover_reference")
     up = [c for c in cross if c > 0]
@@ -347,7 +327,7 @@ def _layouts(ctx: Context, spec: dict, slug: str) -> Section:
         marks = {"ours": up[0] if up else None}
         if published_at is not None:
             marks["thesis"] = float(published_at)
-        fig = layouts.sweep_figure(rows, quantities, marks, title=ctx.experiment)
+        fig = input_layouts.sweep_figure(rows, quantities, marks, title=ctx.experiment)
         pdf, png = figures.save_figure(fig, ctx.out_dir / "figures" / slug)
         ctx.written += [pdf, png]
         sec.files.update({"PDF": pdf, "PNG": png})
@@ -357,8 +337,8 @@ def _layouts(ctx: Context, spec: dict, slug: str) -> Section:
 
 @report_kind("convergence")
 def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
-    """Staged scores against ``x``: ``step`` (default), ``n_trees`` or ``stage_fit_s`` (cumulative fit seconds);
-    ``logx: true`` for a log axis."""
+    """``metric``, ``hue`` (``variant``); staged scores against ``x``: ``step`` (default), ``n_trees`` or
+    ``stage_fit_s`` (cumulative fit seconds); ``logx: true`` for a log axis."""
     metric = str(spec["metric"])
     hue = spec.get("hue", "variant")
     x = str(spec.get("x", "step"))
@@ -368,7 +348,7 @@ def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
     rows = ctx.scores[(ctx.scores["metric"] == metric) & ctx.scores["step"].notna() & ctx.scores["value"].notna()]
     if x in rows.columns:
         rows = rows[rows[x].notna()]
-    rows = _with_hue(ctx, _restrict(ctx, rows, spec), hue, None)
+    rows = _with_hue(ctx, ctx.restrict(rows, spec), hue, None)
     return _line_figure(ctx, sec, slug, figures.convergence_plot, rows, metric, hue, x, bool(spec.get("logx")))
 
 
@@ -379,7 +359,7 @@ def _layers(ctx: Context, spec: dict, slug: str) -> Section:
     the selected layer counts (``extra.n_layers``)."""
     metric = str(spec["metric"])
     sec = Section("layers", f"{metric} per layer: training (dashed) and test (solid) curves")
-    scores = _restrict(ctx, ctx.scores, spec)
+    scores = ctx.restrict(ctx.scores, spec)
     finals = scores[(scores["metric"] == metric) & scores["step"].isna()]
     train_cols = sorted((c for c in finals.columns if c.startswith("extra.train_layer_")),
                         key=lambda c: int(c.rsplit("_", 1)[1]))
@@ -556,7 +536,8 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
         if not isinstance(r, dict):
             raise ConfigError(f"experiments.{experiment_name}.reference must be a mapping")
         comparisons.append(reproduction.compare_any(scores, r, reference_dir, experiment_name,
-                                                    experiment_cfg.get("datasets")))
+                                                    experiment_cfg.get("datasets"),
+                                                    str(experiment_cfg.get("protocol") or "")))
     sections: list[Section] = []
     for i, spec in enumerate(specs):
         try:
@@ -574,18 +555,24 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
         sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), rep.to_csv()),
                      "Markdown": ctx.write(base.with_suffix(".md"), rep.to_markdown())}
         sec.html, sec.markdown = rep.to_html(), rep.to_markdown()  # both carry the notes
-        sec.data = rep.counts()
+        sec.data = {**rep.counts(), "summary": rep.summary_text(), "protocol": rep.protocol.text()}
         repro_sections.append(sec)
     metrics = [str(m) for m in experiment_cfg.get("metrics") or []] or ordered_unique(
         str(s["metric"]) for s in specs if isinstance(s, dict) and s.get("metric"))
     missing = missing_cells(scores, metrics, datasets, variants)
     all_sections = sections + repro_sections
     report_md = out_dir / "report.md"
-    ctx.write(report_md, _markdown(experiment_name, experiment_cfg, scores, all_sections, missing, out_dir))
+    versions = package_versions(scores)
+    verdict = verdict_counts([s.data for s in repro_sections])
+    header = _header_lines(experiment_cfg, comparisons, versions, verdict)
+    ctx.write(report_md, _markdown(experiment_name, experiment_cfg, scores, all_sections, missing, out_dir, header))
     manifest = {
         "experiment": experiment_name, "description": str(experiment_cfg.get("description", "")),
         "scores": str(scores_csv), "n_rows": int(len(scores)), "datasets": datasets, "variants": variants,
         "metrics": metrics, "missing_cells": missing, "report_md": "report.md",
+        "protocol": str(experiment_cfg.get("protocol") or ""), "verdict": verdict,
+        "protocols": [s.data["protocol"] for s in repro_sections],
+        "versions": versions, "mixed_versions": mixed_versions(versions),
         "sections": [{"kind": s.kind, "title": s.title, "notes": s.notes,
                       "files": {k: _rel(p, out_dir) for k, p in s.files.items()},
                       "images": [_rel(p, out_dir) for p in s.images],
@@ -613,11 +600,31 @@ def _rel(path: Path, base: Path) -> str:
     return Path(path).relative_to(base).as_posix()
 
 
+def _header_lines(cfg: dict, comparisons: list, versions: dict, verdict: dict) -> list[str]:
+    lines = []
+    if comparisons:
+        lines.append(f"**Published numbers**: {verdict_text(verdict)}.")
+        lines += [f"- {rep.table}: {rep.protocol.text()}" for rep in comparisons]
+    else:
+        lines.append(f"**Published numbers**: none configured (protocol run: `{cfg.get('protocol', '')}`).")
+    lines.append("")
+    if versions:
+        lines.append(f"**Package versions** (run records): {versions_text(versions)}.")
+        mixed = mixed_versions(versions)
+        if mixed:
+            lines.append(f"**Warning: mixed versions**: the records of this experiment come from different "
+                         f"versions of {', '.join(mixed)}; rerun the older fits before comparing them.")
+    else:
+        lines.append("**Package versions**: not recorded in the scores table.")
+    return lines + [""]
+
+
 def _markdown(name: str, cfg: dict, scores: pd.DataFrame, sections: list[Section], missing: list[dict],
-              out_dir: Path) -> str:
+              out_dir: Path, header: list[str] = ()) -> str:
     lines = [f"# Experiment {name}", ""]
     if cfg.get("description"):
         lines += [str(cfg["description"]).strip(), ""]
+    lines += list(header)
     if scores.empty:
         lines += ["**Not run yet**: no scores recorded.", ""]
     else:
@@ -638,9 +645,3 @@ def _markdown(name: str, cfg: dict, scores: pd.DataFrame, sections: list[Section
     else:
         lines.append("None: every expected cell has a result.")
     return "\n".join(lines) + "\n"
-
-
-# report kinds of the teaching examples (defined beside the slides' table comparison)
-from forestbench.report.teaching import _register_oob_curve  # noqa: E402
-
-_register_oob_curve()

@@ -96,13 +96,67 @@ def cd_diagram(matrix: pd.DataFrame, higher_is_better: bool, alpha: float = 0.05
     return fig, info
 
 
+# named sizes of n_components (forestbench.projections), in increasing size for the usual d
+_NAMED_SIZES = {"ln_d": "ln d", "2ln_d": "2 ln d", "sqrt_d": "√d"}
+
+
+def param_value_label(column: str, value) -> str:
+    """How a parameter value reads on an axis: ``n_components`` 1.0 (a fraction of d) is "d", 0.5 "0.5 d",
+    ``ln_d`` "ln d"; an integer-valued float prints without its ".0"; other values as they are."""
+    text = str(value)
+    if column.endswith("n_components"):
+        if text in _NAMED_SIZES:
+            return _NAMED_SIZES[text]
+        if "." in text:
+            try:
+                frac = float(text)
+            except ValueError:
+                return text
+            return "d" if frac == 1.0 else f"{frac:g} d"
+        return text
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() and "." in text else text
+
+
+def _level_order(column: str, values: list[str]) -> list[str]:
+    """Categorical axis levels: for ``n_components`` integers, then named sizes, then fractions of d (the order
+    of q for the usual d); for other parameters as first seen."""
+    if not column.endswith("n_components"):
+        return values
+
+    def key(v: str):
+        if v in _NAMED_SIZES:
+            return (1, list(_NAMED_SIZES).index(v))
+        try:
+            number = float(v)
+        except ValueError:
+            return (3, 0)
+        return (2, number) if "." in v else (0, number)
+    return sorted(values, key=key)
+
+
 def _facet_line_plot(data: pd.DataFrame, x: str, y: str, hue: str | None, ylabel: str, xlabel: str,
                      logy: bool = False, logx: bool | None = None):
-    data = data.copy()
+    data = data[data[x].notna()].copy()                     # a row without x has no place on the axis
     datasets = list(dict.fromkeys(data["dataset"]))          # panel and line orders: as first seen in the records
+    if hue and data[hue].isna().any():
+        # a variant without this parameter (e.g. the baseline of a sweep) is named by its variant, never "nan"
+        data[hue] = data[hue].astype(object).where(data[hue].notna(), data["variant"].astype(str))
+    if hue:
+        data[hue] = data[hue].map(lambda v: param_value_label(hue, v))
     hue_levels = list(dict.fromkeys(data[hue])) if hue else None
     data[x], numeric = axis_values(data[x])
+    levels = None
     if numeric:
+        data = data.sort_values(x, kind="stable")
+    else:
+        # a categorical axis: positions 0..k-1 in a meaningful order, labelled by readable values
+        levels = _level_order(x, [str(v) for v in dict.fromkeys(data[x])])
+        data[x] = data[x].map(str)
+        data[x] = data[x].map({v: i for i, v in enumerate(levels)}).astype(float)
         data = data.sort_values(x, kind="stable")
     col_wrap = min(4, len(datasets))
     kw = {}
@@ -115,11 +169,18 @@ def _facet_line_plot(data: pd.DataFrame, x: str, y: str, hue: str | None, ylabel
                            height=2.8, aspect=1.25, marker=None if hue else "o", **kw)
         grid.set_axis_labels(xlabel, ylabel)
         grid.set_titles("{col_name}")
+        if hue and grid.legend is not None:
+            grid.legend.set_title(_label(hue))
+        if levels is not None:
+            for ax in grid.axes.flat:
+                ax.set_xticks(range(len(levels)), [param_value_label(x, v) for v in levels])
+                ax.set_xlim(-0.4, len(levels) - 0.6)
         if logy:
             for ax in grid.axes.flat:
                 ax.set_yscale("log")
                 ax.yaxis.set_major_formatter(_PLAIN)
                 ax.yaxis.set_minor_formatter(_PLAIN_MINOR)
+                _ensure_tick_labels(ax)
         if logx is None:
             vals = data[x].to_numpy(dtype=float) if numeric else np.array([])
             logx = bool(numeric and len(vals) and np.all(vals > 0) and vals.max() / vals.min() >= 20)
@@ -128,6 +189,34 @@ def _facet_line_plot(data: pd.DataFrame, x: str, y: str, hue: str | None, ylabel
                 ax.set_xscale("log")
                 ax.xaxis.set_major_formatter(_PLAIN)
     return grid.figure
+
+
+def visible_tick_labels(axis) -> list[str]:
+    """The non-empty tick labels (major and minor) of a matplotlib axis inside its view interval."""
+    lo, hi = sorted(axis.get_view_interval())
+    out = []
+    for minor in (False, True):
+        locs = [v for v in axis.get_ticklocs(minor=minor) if lo <= v <= hi]
+        formatter = axis.get_minor_formatter() if minor else axis.get_major_formatter()
+        formatter.set_locs(locs)
+        out += [t for t in (formatter(v, i) for i, v in enumerate(locs)) if t]
+    return out
+
+
+def _ensure_tick_labels(ax) -> None:
+    """A log y axis spanning less than a decade may show no labelled tick (no power of ten, no 2 or 5 inside):
+    then label a few round values of its range instead."""
+    if len(visible_tick_labels(ax.yaxis)) >= 2:
+        return
+    from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter
+
+    lo, hi = sorted(ax.get_ylim())
+    ticks = [t for t in MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi) if lo <= t <= hi and t > 0]
+    if len(ticks) < 2:
+        ticks = [lo, hi]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def sweep_plot(rows: pd.DataFrame, x: str, metric: str, hue: str | None):

@@ -18,6 +18,7 @@ The robust claims of the slides are then checked on our numbers (``claims``):
 4. a random forest of one depth-30 tree is one bagged fully grown tree: the two means agree within three standard
    errors of their paired difference (identical runs when the seeds are shared and depth 30 does not bind).
 
+The report kind ``oob_curve`` (out-of-bag and test error against the number of trees) is defined here too.
 Reports read run records only (the scores table); nothing here imports an estimator.
 """
 from __future__ import annotations
@@ -28,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from forestbench.errors import ConfigError
-from forestbench.report.reproduction import (STATUS_DISAGREE, STATUS_NOT_RUN, STATUS_OK, STATUS_OUT,
-                                             StatComparison)
+from forestbench.report.kinds import Context, Section, report_kind
+from forestbench.report.verdicts import STATUS_DISAGREE, STATUS_NOT_RUN, STATUS_OK, STATUS_OUT, StatComparison
 
 GRID_COLUMNS = {"method_id", "metric", "value", "n_estimators", "max_depth"}
 
@@ -263,42 +264,40 @@ def oob_table(scores: pd.DataFrame, metric: str, x: str, oob: str) -> pd.DataFra
     return pd.DataFrame(out, columns=cols)
 
 
-def _register_oob_curve():
-    from forestbench.report import figures
-    from forestbench.report.experiment import Section, _restrict, report_kind
+@report_kind("oob_curve")
+def _oob_curve(ctx: Context, spec: dict, slug: str) -> Section:
+    """``metric`` (the test score), ``x`` (a ``param.`` column, e.g. the number of trees), ``oob`` (the run
+    records' out-of-bag column, default ``extra.oob_mse``): both against x, and a table of their gap."""
+    metric, x = str(spec["metric"]), str(spec["x"])
+    oob = str(spec.get("oob", "extra.oob_mse"))
+    from forestbench.report import figures      # plotting is imported only when a figure is drawn
 
-    @report_kind("oob_curve")
-    def _oob_curve(ctx, spec: dict, slug: str) -> Section:
-        """``metric`` (the test score), ``x`` (a ``param.`` column, e.g. the number of trees), ``oob`` (the run
-        records' out-of-bag column, default ``extra.oob_mse``): both against x, and a table of their gap."""
-        metric, x = str(spec["metric"]), str(spec["x"])
-        oob = str(spec.get("oob", "extra.oob_mse"))
-        sec = Section("oob_curve", f"out-of-bag and test {metric} against {x.removeprefix('param.')}")
-        rows = _restrict(ctx, ctx.scores[(ctx.scores["metric"] == metric) & ctx.scores["step"].isna()], spec)
-        if rows.empty or oob not in rows.columns:
-            sec.notes.append(f"no results with an out-of-bag column {oob!r} yet")
-            return sec
-        table = oob_table(rows, metric, x, oob)
-        base = ctx.out_dir / "tables" / slug
-        lines = [f"| dataset | {x.removeprefix('param.')} | n | test {metric} | out-of-bag | out-of-bag − test |",
-                 "|---|---|---|---|---|---|"]
-        for r in table.itertuples(index=False):
-            lines.append(f"| {r[0]} | {r[1]} | {r.n} | "
-                         f"{_fmt(r.test_mean, r.test_sd)} | {_fmt(r.oob_mean, r.oob_sd)} | "
-                         f"{r.difference:+.3f} ± {r.difference_se:.3f} |")
-        sec.markdown = "\n".join(lines) + "\n"
-        sec.html = "<pre>" + sec.markdown + "</pre>"
-        sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_csv(index=False)),
-                     "Markdown": ctx.write(base.with_suffix(".md"), sec.markdown)}
-        long = pd.concat([rows.assign(estimate=f"test {metric}"),
-                          rows.assign(estimate="out-of-bag", value=pd.to_numeric(rows[oob], errors="coerce"))])
-        long = long[long["value"].notna()]
-        fig = figures._facet_line_plot(long, x, "value", "estimate", metric, x.removeprefix("param."))
-        pdf, png = figures.save_figure(fig, ctx.out_dir / "figures" / slug)
-        ctx.written += [pdf, png]
-        sec.files.update({"PDF": pdf, "PNG": png})
-        sec.images = [png]
-        sec.notes.append("out-of-bag error: each training row predicted by the trees whose bootstrap left it out "
-                         "(rows no tree left out are skipped); '±' on the gap is the standard error of the mean "
-                         "paired difference over repeats")
+    sec = Section("oob_curve", f"out-of-bag and test {metric} against {x.removeprefix('param.')}")
+    rows = ctx.restrict(ctx.scores[(ctx.scores["metric"] == metric) & ctx.scores["step"].isna()], spec)
+    if rows.empty or oob not in rows.columns:
+        sec.notes.append(f"no results with an out-of-bag column {oob!r} yet")
         return sec
+    table = oob_table(rows, metric, x, oob)
+    base = ctx.out_dir / "tables" / slug
+    lines = [f"| dataset | {x.removeprefix('param.')} | n | test {metric} | out-of-bag | out-of-bag − test |",
+             "|---|---|---|---|---|---|"]
+    for r in table.itertuples(index=False):
+        lines.append(f"| {r[0]} | {r[1]} | {r.n} | "
+                     f"{_fmt(r.test_mean, r.test_sd)} | {_fmt(r.oob_mean, r.oob_sd)} | "
+                     f"{r.difference:+.3f} ± {r.difference_se:.3f} |")
+    sec.markdown = "\n".join(lines) + "\n"
+    sec.html = "<pre>" + sec.markdown + "</pre>"
+    sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_csv(index=False)),
+                 "Markdown": ctx.write(base.with_suffix(".md"), sec.markdown)}
+    long = pd.concat([rows.assign(estimate=f"test {metric}"),
+                      rows.assign(estimate="out-of-bag", value=pd.to_numeric(rows[oob], errors="coerce"))])
+    long = long[long["value"].notna()]
+    fig = figures._facet_line_plot(long, x, "value", "estimate", metric, x.removeprefix("param."))
+    pdf, png = figures.save_figure(fig, ctx.out_dir / "figures" / slug)
+    ctx.written += [pdf, png]
+    sec.files.update({"PDF": pdf, "PNG": png})
+    sec.images = [png]
+    sec.notes.append("out-of-bag error: each training row predicted by the trees whose bootstrap left it out "
+                     "(rows no tree left out are skipped); '±' on the gap is the standard error of the mean "
+                     "paired difference over repeats")
+    return sec

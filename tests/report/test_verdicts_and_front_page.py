@@ -1,0 +1,175 @@
+"""Honest verdicts (a reduced protocol is a comparison, not a verdict), the front page across configurations,
+its anchors, and the package versions the fits ran with."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from forestbench import cli
+from forestbench.errors import ConfigError
+from forestbench.report import build_experiment_report, build_index, reproduction
+from forestbench.report.data import load_scores, package_versions, summarise
+
+from report_fixtures import EXPERIMENT_CFG, OFF_CELL, REFERENCE_DIR, make_scores
+
+REDUCED = {"protocol": "reduced", "published_protocol": "100 trees, 10 random splits",
+           "run_protocol": "30 trees, 3 random splits"}
+
+
+def _scores(tmp_path, name="table_5_1", versions=None):
+    frame = make_scores(name)
+    if versions is not None:
+        for package, per_repeat in versions.items():
+            frame[f"package.{package}"] = frame["repeat"].map(per_repeat)
+    path = tmp_path / "results" / name / "scores.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _report(tmp_path, name="table_5_1", reference_extra=None, versions=None, protocol="demo"):
+    cfg = copy.deepcopy(EXPERIMENT_CFG)
+    cfg["reports"] = [{"kind": "table", "metric": "lrap", "baseline": "rf"}]
+    cfg["protocol"] = protocol
+    cfg["reference"].update(reference_extra or {})
+    scores = _scores(tmp_path, name, versions)
+    out = scores.parent / "report"
+    build_experiment_report(scores, name, cfg, REFERENCE_DIR, out)
+    return out, cfg
+
+
+def test_reduced_protocol_cells_are_comparisons_not_verdicts(tmp_path):
+    scores = load_scores(_scores(tmp_path), "table_5_1")
+    rep = reproduction.compare_any(scores, dict(EXPERIMENT_CFG["reference"], **REDUCED), REFERENCE_DIR,
+                                   "table_5_1", EXPERIMENT_CFG["datasets"], "demo")
+    ran = rep.frame[rep.frame["status"] != reproduction.STATUS_NOT_RUN]
+    assert len(ran) == 22 and set(ran["status"]) == {reproduction.STATUS_COMPARISON}
+    off = rep.frame.set_index(["dataset", "variant"]).loc[OFF_CELL]
+    assert off["difference_in_std"] == pytest.approx(10.0)      # the difference is still shown
+    c = rep.counts()
+    assert (c["judged"], c["comparison_only"], c["out_of_tolerance"], c["not_run"]) == (0, 22, 0, 6)
+    md = rep.to_markdown()
+    assert "OUT OF TOLERANCE" not in md and "✓" not in md
+    assert "comparison only (reduced protocol: 30 trees, 3 random splits)" in md
+    assert "Protocol run: `demo` (3 repeat(s) recorded): 30 trees, 3 random splits" in md
+    assert "Published protocol: 100 trees, 10 random splits" in md
+    assert "comparison only" in rep.to_html() and "OUT OF TOLERANCE" not in rep.to_html()
+
+
+def test_published_protocol_is_judged_and_states_both_shares(tmp_path):
+    scores = load_scores(_scores(tmp_path), "table_5_1")
+    rep = reproduction.compare_any(scores, EXPERIMENT_CFG["reference"], REFERENCE_DIR, "table_5_1",
+                                   EXPERIMENT_CFG["datasets"], "thesis_ch5")
+    c = rep.counts()
+    assert (c["judged"], c["within_tolerance"], c["out_of_tolerance"], c["comparison_only"]) == (22, 21, 1, 0)
+    text = rep.summary_text()
+    assert "22 judged: 21 within 1 published std (the configured rule), 1 out of tolerance" in text
+    assert "21 of 22 (95%) within 2 published std" in text
+    assert "Published protocol: not stated in the configuration" in rep.to_markdown()
+
+
+def test_reduced_protocol_needs_its_description():
+    ref = dict(EXPERIMENT_CFG["reference"], protocol="reduced")
+    with pytest.raises(ConfigError, match="reduced needs run_protocol"):
+        reproduction.check_reference(ref, REFERENCE_DIR, "e")
+    with pytest.raises(ConfigError, match=r"protocol must be one of published, reduced"):
+        reproduction.check_reference(dict(ref, protocol="small"), REFERENCE_DIR, "e")
+
+
+def test_cells_without_published_std_show_the_relative_gap(tmp_path):
+    rows = [{"experiment": "e", "dataset": "sf2", "method": "m", "variant": "rf_et", "repeat": r, "metric": "arrmse",
+             "value": v, "higher_is_better": False, "step": None} for r, v in enumerate((2.7, 2.9))]
+    pd.DataFrame(rows).to_csv(tmp_path / "s.csv", index=False)
+    ref = {"table": "dte_table_4", "metric": "arrmse", "methods": {"rf_et": "rf_et"}}
+    rep = reproduction.compare_any(load_scores(tmp_path / "s.csv"), ref, REFERENCE_DIR, "e", ["sf2"])
+    cell = rep.frame.iloc[0]
+    assert cell["status"] == reproduction.STATUS_NO_STD
+    assert f"({cell['difference_relative']:+.0%})" in rep.to_markdown() and cell["difference_relative"] > 0.5
+
+
+def _links_and_anchors(md: str, page: str):
+    md_links = set(re.findall(r"\]\(#([^)]+)\)", md))
+    md_anchors = set(re.findall(r"<a id=\"([^\"]+)\"></a>", md))
+    html_links = set(re.findall(r"href=['\"]#([^'\"]+)['\"]", page))
+    html_anchors = set(re.findall(r"\sid=['\"]([^'\"]+)['\"]", page))
+    return md_links, md_anchors, html_links, html_anchors
+
+
+def test_front_page_links_have_their_anchors(tmp_path):
+    out, _ = _report(tmp_path, "demo_projections", REDUCED)
+    build_index({"demo_projections": out, "not_built_yet": None}, tmp_path / "index")
+    md = (tmp_path / "index" / "index.md").read_text()
+    page = (tmp_path / "index" / "index.html").read_text()
+    md_links, md_anchors, html_links, html_anchors = _links_and_anchors(md, page)
+    assert md_links == {"exp-demo_projections", "exp-not_built_yet"}
+    nav = md.split("## Experiments")[1].split("<a id=")[0]        # the list of experiments comes first, whole
+    assert "(#exp-demo_projections)" in nav and "(#exp-not_built_yet)" in nav
+    assert md_links <= md_anchors, f"index.md links without anchor: {md_links - md_anchors}"
+    assert html_links and html_links <= html_anchors, f"index.html links without anchor: {html_links - html_anchors}"
+
+
+def test_front_page_verdict_counts_judged_cells_apart_from_comparisons(tmp_path):
+    reduced, _ = _report(tmp_path / "a", "demo_projections", REDUCED)
+    judged, _ = _report(tmp_path / "b", "table_5_1", protocol="thesis_ch5")
+    build_index({"demo_projections": reduced, "table_5_1": judged}, tmp_path / "index")
+    md = (tmp_path / "index" / "index.md").read_text()
+    assert ("Published numbers, all experiments: 22 judged cell(s): 21 within tolerance (the configured rule), "
+            "1 out of tolerance; 21 of 22 (95%) within 2 published std; 22 comparison only (reduced protocol)") in md
+    section = md.split("## demo_projections")[1].split("## table_5_1")[0]
+    assert "**Published numbers**: 0 judged cell(s)" in section and "22 comparison only" in section
+    assert "Protocol run: `demo`" in section and "Published protocol: 100 trees, 10 random splits" in section
+    report = (reduced / "report.md").read_text()
+    assert "Protocol run: `demo` (3 repeat(s) recorded): 30 trees, 3 random splits" in report
+
+
+def test_front_page_keeps_experiments_of_other_configurations(tmp_path):
+    results = tmp_path / "results"
+    _report(tmp_path, "demo_projections")
+    _report(tmp_path, "table_5_1")
+    # a second configuration names only one of them, and one not run yet
+    experiments = {"table_5_1": {}, "my_new_one": {}}
+    assert cli.main(["report", "index", "--experiments-json", json.dumps(experiments), "--results", str(results),
+                     "--out", str(results / "report")]) == 0
+    md = (results / "report" / "index.md").read_text()
+    assert "## table_5_1" in md and "## my_new_one" in md
+    assert "## demo_projections" in md, "an experiment of the other configuration vanished from the front page"
+    assert md.index("## table_5_1") < md.index("## my_new_one") < md.index("## demo_projections")
+
+
+def test_versions_on_the_front_page_and_a_warning_when_mixed(tmp_path):
+    same, _ = _report(tmp_path / "a", "e_same", versions={"numpy": {0: "1.10.0", 1: "1.10.0", 2: "1.10.0"},
+                                                           "forestbench": {0: "0.3.0", 1: "0.3.0", 2: "0.3.0"}})
+    mixed, _ = _report(tmp_path / "b", "e_mixed", versions={"numpy": {0: "1.10.0", 1: "2.1.3", 2: "2.1.3"},
+                                                             "forestbench": {0: "0.3.0", 1: "0.3.0", 2: "0.3.0"}})
+    m_same = json.loads((same / "manifest.json").read_text())
+    m_mixed = json.loads((mixed / "manifest.json").read_text())
+    assert m_same["versions"]["numpy"] == {"1.10.0": 66} and m_same["mixed_versions"] == {}
+    assert m_mixed["mixed_versions"] == {"numpy": {"1.10.0": 22, "2.1.3": 44}}
+    assert "Warning: mixed versions" in (mixed / "report.md").read_text()
+    assert "Warning" not in (same / "report.md").read_text()
+    build_index({"e_same": same, "e_mixed": mixed}, tmp_path / "index")
+    md = (tmp_path / "index" / "index.md").read_text()
+    page = (tmp_path / "index" / "index.html").read_text()
+    s_same, s_mixed = md.split("## e_same")[1].split("## e_mixed")
+    assert "**Package versions**: forestbench 0.3.0, numpy 1.10.0" in s_same and "Warning" not in s_same
+    assert "numpy 1.10.0 (22 fits) / 2.1.3 (44 fits)" in s_mixed
+    assert "**Warning**: the fits of this experiment ran with different versions of numpy" in s_mixed
+    assert "MIXED VERSIONS of numpy" in page and "class='warning'" in page
+
+
+def test_versions_stay_text_and_collect_writes_them(tmp_path):
+    from forestbench.collect import record_rows
+
+    record = {"experiment": "e", "dataset": "d", "method": "m", "variant": "v", "repeat": 0, "params": {},
+              "scores": {"mse": 1.0}, "higher_is_better": {"mse": False},
+              "provenance": {"packages": {"numpy": "1.10", "scikit-learn": "1.5.2", "Cython": None}}}
+    rows = pd.DataFrame(record_rows(record))
+    assert rows.loc[0, "package.numpy"] == "1.10" and rows.loc[0, "package.scikit-learn"] == "1.5.2"
+    rows.to_csv(tmp_path / "s.csv", index=False)
+    versions = package_versions(load_scores(tmp_path / "s.csv"))
+    assert versions == {"numpy": {"1.10": 1}, "scikit-learn": {"1.5.2": 1}}     # "1.10" is not the number 1.1
+    assert summarise(load_scores(tmp_path / "s.csv"), "mse")["mean"].tolist() == [1.0]
