@@ -36,7 +36,8 @@ from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 import numpy as np
 
 from forestbench.tree._utils cimport (intp_t, float32_t, float64_t, int32_t, rng_next, rand_int, rand_uniform,
-                                      seed_state)
+                                      seed_state, FEATURE_THRESHOLD, PROXY_RTOL, EPSILON, TREE_LEAF,
+                                      TREE_UNDEFINED, beats, same_value, midpoint_threshold, grow_buffer)
 from forestbench.tree._tree cimport TreeBuilder, Node
 from forestbench.tree._splitter cimport Splitter
 from forestbench.tree._criterion cimport DenseCriterion, LeafTargets
@@ -75,7 +76,6 @@ ALGORITHMS = {"mort": MORT, "rpo": RPO, "relabel": RELABEL, "st": ST}
 PROJECTIONS = {"subsample": P_SUBSAMPLE, "gaussian": P_GAUSSIAN, "rademacher": P_RADEMACHER,
                "achlioptas": P_ACHLIOPTAS, "sparse": P_SPARSE}
 
-cdef intp_t TREE_LEAF = -1
 cdef intp_t ESTATE_REFRESH = 50
 
 
@@ -83,22 +83,6 @@ cdef inline float64_t _now() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return ts.tv_sec + 1e-9 * ts.tv_nsec
-
-
-cdef int _reserve(void** ptr, intp_t* capacity, intp_t needed, size_t item_size) except -1 nogil:
-    cdef intp_t cap = capacity[0] if capacity[0] > 0 else 64
-    cdef void* p
-    if needed <= capacity[0]:
-        return 0
-    while cap < needed:
-        cap *= 2
-    p = realloc(ptr[0], cap * item_size)
-    if p == NULL:
-        with gil:
-            raise MemoryError("boosting: could not grow the model buffers")
-    ptr[0] = p
-    capacity[0] = cap
-    return 0
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -661,11 +645,11 @@ cdef int _append_tree(Model* M, Node* nodes, intp_t nn, const float64_t* leaf_va
     """Copy a grown tree into the model buffers (values unscaled) and return 0."""
     cdef intp_t i, base = M.n_nodes
     cdef Node* nd
-    _reserve(<void**> &M.left, &M.cap_left, base + nn, sizeof(intp_t))
-    _reserve(<void**> &M.right, &M.cap_right, base + nn, sizeof(intp_t))
-    _reserve(<void**> &M.feature, &M.cap_feature, base + nn, sizeof(intp_t))
-    _reserve(<void**> &M.leaf_index, &M.cap_leaf_index, base + nn, sizeof(intp_t))
-    _reserve(<void**> &M.threshold, &M.cap_threshold, base + nn, sizeof(float64_t))
+    grow_buffer(<void**> &M.left, &M.cap_left, base + nn, sizeof(intp_t))
+    grow_buffer(<void**> &M.right, &M.cap_right, base + nn, sizeof(intp_t))
+    grow_buffer(<void**> &M.feature, &M.cap_feature, base + nn, sizeof(intp_t))
+    grow_buffer(<void**> &M.leaf_index, &M.cap_leaf_index, base + nn, sizeof(intp_t))
+    grow_buffer(<void**> &M.threshold, &M.cap_threshold, base + nn, sizeof(float64_t))
     for i in range(nn):
         nd = &nodes[i]
         M.left[base + i] = nd.left_child
@@ -673,11 +657,11 @@ cdef int _append_tree(Model* M, Node* nodes, intp_t nn, const float64_t* leaf_va
         M.feature[base + i] = nd.feature
         M.threshold[base + i] = nd.threshold
         M.leaf_index[base + i] = nd.leaf_index
-    _reserve(<void**> &M.values, &M.values_cap, (M.n_leaves + nl) * M.width, sizeof(float64_t))
+    grow_buffer(<void**> &M.values, &M.values_cap, (M.n_leaves + nl) * M.width, sizeof(float64_t))
     memcpy(M.values + M.n_leaves * M.width, leaf_values, nl * M.width * sizeof(float64_t))
-    _reserve(<void**> &M.node_ptr, &M.cap_node_ptr, M.n_trees + 2, sizeof(intp_t))
-    _reserve(<void**> &M.leaf_ptr, &M.cap_leaf_ptr, M.n_trees + 2, sizeof(intp_t))
-    _reserve(<void**> &M.output, &M.output_cap, M.n_trees + 2, sizeof(intp_t))
+    grow_buffer(<void**> &M.node_ptr, &M.cap_node_ptr, M.n_trees + 2, sizeof(intp_t))
+    grow_buffer(<void**> &M.leaf_ptr, &M.cap_leaf_ptr, M.n_trees + 2, sizeof(intp_t))
+    grow_buffer(<void**> &M.output, &M.output_cap, M.n_trees + 2, sizeof(intp_t))
     M.node_ptr[M.n_trees] = base
     M.leaf_ptr[M.n_trees] = M.n_leaves
     M.output[M.n_trees] = output
@@ -720,9 +704,6 @@ cdef void _apply_builder(TreeBuilder builder, const float32_t* X, intp_t rs, int
 # --------------------------------------------------------------------------------------------------------------
 # presorted best-first tree builder
 
-cdef float32_t FEATURE_THRESHOLD = 1e-7
-cdef float64_t PROXY_RTOL = 1e-10
-cdef float64_t EPSILON = 2.220446049250313e-16
 # from this many split targets on, the two-valued features of a node are summed in one pass over its rows
 cdef intp_t BATCH_MIN_Q = 8
 
@@ -772,12 +753,9 @@ cdef inline void _take_cut(Candidate* c, intp_t f, intp_t pos, const float32_t* 
     """Make the cut before position ``pos`` of feature f's node order the node's split: the threshold halfway
     between the two values around the cut (the lower value where the halfway point rounds onto the upper one or
     overflows)."""
-    cdef float64_t threshold = xv[pos - 1] / 2.0 + xv[pos] / 2.0
-    if threshold == xv[pos] or threshold == INFINITY or threshold == -INFINITY:
-        threshold = xv[pos - 1]
     c.feature = f
     c.pos = pos
-    c.threshold = threshold
+    c.threshold = midpoint_threshold(xv[pos - 1], xv[pos])
 
 
 cdef inline void _scan_single(Candidate* c, intp_t f, const int32_t* ix, const float32_t* xv, const float64_t* Z,
@@ -789,7 +767,7 @@ cdef inline void _scan_single(Candidate* c, intp_t f, const int32_t* ix, const f
     The running side sum lives in a register instead of the sums array."""
     cdef intp_t r, b0 = start, fpos
     cdef float64_t sl = 0.0, pl, pr, proxy, fbest, best = best_io[0], t
-    while b0 < end - 1 and xv[b0 + 1] <= xv[b0] + FEATURE_THRESHOLD:
+    while b0 < end - 1 and same_value(xv[b0 + 1], xv[b0]):
         b0 += 1
     if b0 - start > end - b0:
         # sl: the sum over [r, end), the right side of a cut between r - 1 and r
@@ -797,24 +775,24 @@ cdef inline void _scan_single(Candidate* c, intp_t f, const int32_t* ix, const f
         fbest = -INFINITY
         for r in range(end - 1, b0, -1):
             sl += Z[ix[r]]
-            if xv[r] <= xv[r - 1] + FEATURE_THRESHOLD:
+            if same_value(xv[r], xv[r - 1]):
                 continue
             t = s_total - sl
             proxy = t * t * inv[r - start] + sl * sl * inv[end - r]
             if fpos < 0 or proxy >= fbest - PROXY_RTOL * fabs(fbest):
                 fbest = proxy
                 fpos = r
-        if fpos >= 0 and (c.feature < 0 or fbest > best + PROXY_RTOL * fabs(best)):
+        if fpos >= 0 and (c.feature < 0 or beats(fbest, best)):
             best_io[0] = fbest
             _take_cut(c, f, fpos, xv)
         return
     for r in range(start, end - 1):
         sl += Z[ix[r]]
-        if xv[r + 1] <= xv[r] + FEATURE_THRESHOLD:
+        if same_value(xv[r + 1], xv[r]):
             continue
         t = s_total - sl
         proxy = sl * sl * inv[r + 1 - start] + t * t * inv[end - r - 1]
-        if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
+        if c.feature < 0 or beats(proxy, best):
             best = proxy
             _take_cut(c, f, r + 1, xv)
     best_io[0] = best
@@ -1091,11 +1069,11 @@ cdef class PresortBuilder:
                     fpos = start + nb
                     _side_squares(self.bin_sums + b * q, S, q, &pl, &pr)
                 proxy = pl * inv[fpos - start] + pr * inv[end - fpos]
-                if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
+                if c.feature < 0 or beats(proxy, best):
                     best = proxy
                     _take_cut(c, f, fpos, xv)
                 continue
-            if xv[end - 1] <= xv[start] + FEATURE_THRESHOLD:
+            if same_value(xv[end - 1], xv[start]):
                 continue
             n_scored += 1
             if q == 1:
@@ -1105,7 +1083,7 @@ cdef class PresortBuilder:
             # several split targets. A long run of equal values at the start (the zeros of a sparse or binary
             # input) is never summed: the scan then runs backwards over the other samples, with S_L = S - S_R
             b0 = start
-            while b0 < end - 1 and xv[b0 + 1] <= xv[b0] + FEATURE_THRESHOLD:
+            while b0 < end - 1 and same_value(xv[b0 + 1], xv[b0]):
                 b0 += 1
             memset(SL, 0, q * sizeof(float64_t))
             if b0 - start > end - b0:
@@ -1116,7 +1094,7 @@ cdef class PresortBuilder:
                     zrow = Z + ix[r] * q
                     for k in range(q):
                         SL[k] += zrow[k]
-                    if xv[r] <= xv[r - 1] + FEATURE_THRESHOLD:
+                    if same_value(xv[r], xv[r - 1]):
                         continue
                     _side_squares(SL, S, q, &pr, &pl)
                     proxy = pl * inv[r - start] + pr * inv[end - r]
@@ -1125,7 +1103,7 @@ cdef class PresortBuilder:
                     if fpos < 0 or proxy >= fbest - PROXY_RTOL * fabs(fbest):
                         fbest = proxy
                         fpos = r
-                if fpos >= 0 and (c.feature < 0 or fbest > best + PROXY_RTOL * fabs(best)):
+                if fpos >= 0 and (c.feature < 0 or beats(fbest, best)):
                     best = fbest
                     _take_cut(c, f, fpos, xv)
                 continue
@@ -1135,11 +1113,11 @@ cdef class PresortBuilder:
                 zrow = Z + ix[r] * q
                 for k in range(q):
                     SL[k] += zrow[k]
-                if xv[r + 1] <= xv[r] + FEATURE_THRESHOLD:
+                if same_value(xv[r + 1], xv[r]):
                     continue
                 _side_squares(SL, S, q, &pl, &pr)
                 proxy = pl * inv[r + 1 - start] + pr * inv[end - r - 1]
-                if c.feature < 0 or proxy > best + PROXY_RTOL * fabs(best):
+                if c.feature < 0 or beats(proxy, best):
                     best = proxy
                     _take_cut(c, f, r + 1, xv)
         if c.feature >= 0:
@@ -1199,8 +1177,8 @@ cdef class PresortBuilder:
         cdef Node* nd = &self.nodes[node_id]
         nd.left_child = TREE_LEAF
         nd.right_child = TREE_LEAF
-        nd.feature = -2
-        nd.threshold = -2.0
+        nd.feature = TREE_UNDEFINED
+        nd.threshold = TREE_UNDEFINED
         nd.impurity = 0.0
         nd.n_node_samples = 0
         nd.weighted_n_node_samples = 0.0
@@ -1510,7 +1488,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                     elif algo == RPO:
                         for i in range(n):
                             gcol[i] = V[leaf[i]]
-                        _reserve(<void**> &M.coef, &M.coef_cap, M.n_trees * d, sizeof(float64_t))
+                        grow_buffer(<void**> &M.coef, &M.coef_cap, M.n_trees * d, sizeof(float64_t))
                         for j in range(d):
                             if estate:
                                 rho[j] = lr * _line_search_logistic_leaves(Yt + j * n, leaf, V, 1, nl, n,
