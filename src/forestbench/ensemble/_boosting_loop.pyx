@@ -1,9 +1,11 @@
 """Compiled boosting loop of the multi-output gradient boosting family (thesis ch. 6).
 
 One call of :func:`boost` runs every iteration of gradient boosting without the GIL and without per-iteration
-Python objects: negative gradient, (projected) split targets, one tree grown by the forestbench tree kernel (the same
-``Splitter`` / ``TreeBuilder`` objects are reused: their target buffers are rewritten in place and the node store is
-reset), per-output line search, update of the training scores and the append of the tree to flat model buffers.
+Python objects: negative gradient, (projected) split targets, one tree grown by the forestbench tree kernel, per-output
+line search, update of the training scores and the append of the tree to flat model buffers. Trees come from the
+kernel's presorted best-first builder (``tree/_presort.pyx``, default: X is sorted once per fit) or from its
+``TreeBuilder`` (``presort=False``; the same ``Splitter`` / ``TreeBuilder`` objects are reused, their target buffers
+rewritten in place and the node store reset); both split by the rules of ``tree/_utils.pxd``.
 
 Algorithms (``algo``):
 
@@ -21,42 +23,32 @@ child ids are local to a tree), the leaf values concatenated (``leaf_ptr`` in le
 Leaf values already include ``learning_rate * rho`` except for rpo, where they are multiplied by ``coef`` at
 prediction time (one scalar per leaf plus one d-vector per tree).
 
-Line search: square loss in closed form (``rho_j = sum r g / sum g^2``; 0 when the tree predicts 0 everywhere);
-absolute loss exactly, as the weighted median of ``(y - f) / g`` with weights ``|g|`` (the minimiser of the same
-convex piecewise-linear objective a Brent search would approach); logistic loss by a root search on the
-derivative of the (convex) loss along the step, kept inside the derivative's sign-change bracket: Halley steps for
-a tree step (the default), Newton steps for a general direction, or Brent's method (``brent=True``).
+Losses, gradients and line searches live in :mod:`forestbench.ensemble._losses` (its Python helpers
+``line_search``, ``logistic_pass`` and ``logistic_pass_level`` are importable from here too): square loss in closed
+form, absolute loss exactly (weighted median), logistic loss by a bracketed root search on the slope along the step
+(Halley steps for a tree step, the default; Newton steps for a general direction; Brent's method with ``brent=True``).
 """
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
-from libc.math cimport exp, log, log1p, fabs, sqrt, cos, INFINITY
+from libc.math cimport log, sqrt, cos
 from libc.stdint cimport uint64_t
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 import numpy as np
 
-from forestbench.tree._utils cimport (intp_t, float32_t, float64_t, int32_t, rng_next, rand_int, rand_uniform,
-                                      seed_state, FEATURE_THRESHOLD, PROXY_RTOL, EPSILON, TREE_LEAF,
-                                      TREE_UNDEFINED, beats, same_value, midpoint_threshold, grow_buffer)
+from forestbench.tree._utils cimport (intp_t, float32_t, float64_t, rand_int, rand_uniform, seed_state, TREE_LEAF,
+                                      grow_buffer)
 from forestbench.tree._tree cimport TreeBuilder, Node
 from forestbench.tree._splitter cimport Splitter
 from forestbench.tree._criterion cimport DenseCriterion, LeafTargets
 from forestbench.tree._partitioner cimport DensePartitioner
+from forestbench.tree._presort cimport PresortBuilder
+from forestbench.ensemble._losses cimport (LOGISTIC, WPair, column_loss, column_gradient,
+                                          line_search_step, line_search_logistic_leaves,
+                                          logistic_state_gradient, logistic_state_reset,
+                                          logistic_state_update, project_gradient)
 
-cdef extern from "_logistic_pass.h" nogil:
-    # one pass of the logistic line search, eight lanes wide, vectorised where the processor allows (same bits)
-    void fb_logistic_pass(const float64_t* y, const float64_t* e, const intp_t* leaf, const float64_t* tab,
-                          const float64_t* g, intp_t n_leaves, intp_t n, float64_t* out)
-    int fb_logistic_pass_level(int wanted)
-    void fb_logistic_update(const float64_t* y, float64_t* E, const intp_t* leaf, const float64_t* tab,
-                            intp_t n_leaves, intp_t n)
-    void fb_project_gradient(const float64_t* y, const float64_t* E, float64_t v, float64_t* z, intp_t zstride,
-                             intp_t n)
-
-cdef enum:
-    SQUARE = 0
-    ABSOLUTE = 1
-    LOGISTIC = 2
+from forestbench.ensemble._losses import LOSSES, line_search, logistic_pass, logistic_pass_level  # noqa: F401
 
 cdef enum:
     MORT = 0
@@ -71,7 +63,6 @@ cdef enum:
     P_ACHLIOPTAS = 3
     P_SPARSE = 4
 
-LOSSES = {"square": SQUARE, "absolute": ABSOLUTE, "logistic": LOGISTIC}
 ALGORITHMS = {"mort": MORT, "rpo": RPO, "relabel": RELABEL, "st": ST}
 PROJECTIONS = {"subsample": P_SUBSAMPLE, "gaussian": P_GAUSSIAN, "rademacher": P_RADEMACHER,
                "achlioptas": P_ACHLIOPTAS, "sparse": P_SPARSE}
@@ -83,475 +74,6 @@ cdef inline float64_t _now() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return ts.tv_sec + 1e-9 * ts.tv_nsec
-
-
-# --------------------------------------------------------------------------------------------------------------
-# losses (one output = one contiguous column of n samples)
-
-cdef inline float64_t _logistic_loss(float64_t y, float64_t f) noexcept nogil:
-    # log(1 + exp(-2 y f)), y in {-1, +1}, without overflow
-    cdef float64_t t = -2.0 * y * f
-    if t > 0:
-        return t + log1p(exp(-t))
-    return log1p(exp(t))
-
-
-cdef float64_t _column_loss(int loss, const float64_t* y, const float64_t* f, intp_t n) noexcept nogil:
-    cdef intp_t i
-    cdef float64_t s = 0.0, e
-    if loss == SQUARE:
-        for i in range(n):
-            e = y[i] - f[i]
-            s += 0.5 * e * e
-    elif loss == ABSOLUTE:
-        for i in range(n):
-            s += fabs(y[i] - f[i])
-    else:
-        for i in range(n):
-            s += _logistic_loss(y[i], f[i])
-    return s
-
-
-cdef void _column_gradient(int loss, const float64_t* y, const float64_t* f, float64_t* r,
-                           intp_t n) noexcept nogil:
-    """Negative gradient of the loss at f."""
-    cdef intp_t i
-    cdef float64_t e
-    if loss == SQUARE:
-        for i in range(n):
-            r[i] = y[i] - f[i]
-    elif loss == ABSOLUTE:
-        for i in range(n):
-            e = y[i] - f[i]
-            r[i] = 1.0 if e > 0 else (-1.0 if e < 0 else 0.0)
-    else:
-        for i in range(n):
-            r[i] = 2.0 * y[i] / (1.0 + exp(2.0 * y[i] * f[i]))
-
-
-# --------------------------------------------------------------------------------------------------------------
-# line search along one output
-
-cdef float64_t _logistic_slope(const float64_t* y, const float64_t* f, const float64_t* g, intp_t n,
-                               float64_t rho) noexcept nogil:
-    """d/drho of sum_i log(1 + exp(-2 y_i (f_i + rho g_i)))."""
-    cdef intp_t i
-    cdef float64_t s = 0.0
-    for i in range(n):
-        if g[i] != 0.0:
-            s -= g[i] * 2.0 * y[i] / (1.0 + exp(2.0 * y[i] * (f[i] + rho * g[i])))
-    return s
-
-
-cdef float64_t _brent_root(const float64_t* y, const float64_t* f, const float64_t* g, intp_t n,
-                           float64_t a, float64_t fa, float64_t b, float64_t fb, float64_t tol) noexcept nogil:
-    """Brent's (1973) root finder on the logistic slope, given a bracket with fa * fb <= 0."""
-    cdef float64_t c = a, fc = fa, d = b - a, e = b - a, m, p, q, r, s, tol1
-    cdef int it
-    for it in range(200):
-        if (fb > 0 and fc > 0) or (fb < 0 and fc < 0):
-            c = a
-            fc = fa
-            d = b - a
-            e = d
-        if fabs(fc) < fabs(fb):
-            a = b
-            b = c
-            c = a
-            fa = fb
-            fb = fc
-            fc = fa
-        tol1 = 2.0 * 2.220446049250313e-16 * fabs(b) + 0.5 * tol
-        m = 0.5 * (c - b)
-        if fabs(m) <= tol1 or fb == 0.0:
-            return b
-        if fabs(e) >= tol1 and fabs(fa) > fabs(fb):
-            s = fb / fa
-            if a == c:
-                p = 2.0 * m * s
-                q = 1.0 - s
-            else:
-                q = fa / fc
-                r = fb / fc
-                p = s * (2.0 * m * q * (q - r) - (b - a) * (r - 1.0))
-                q = (q - 1.0) * (r - 1.0) * (s - 1.0)
-            if p > 0:
-                q = -q
-            else:
-                p = -p
-            if 2.0 * p < 3.0 * m * q - fabs(tol1 * q) and p < fabs(0.5 * e * q):
-                e = d
-                d = p / q
-            else:
-                d = m
-                e = m
-        else:
-            d = m
-            e = m
-        a = b
-        fa = fb
-        if fabs(d) > tol1:
-            b += d
-        else:
-            b += tol1 if m > 0 else -tol1
-        fb = _logistic_slope(y, f, g, n, b)
-    return b
-
-
-cdef void _logistic_slope_curv(const float64_t* y, const float64_t* f, const float64_t* g, intp_t n,
-                               float64_t rho, float64_t sign, float64_t* slope, float64_t* curv) noexcept nogil:
-    """Slope and curvature in rho of sum_i log(1 + exp(-2 y_i (f_i + rho sign g_i))), one exp per sample."""
-    cdef intp_t i
-    cdef float64_t s = 0.0, h = 0.0, gi, a
-    for i in range(n):
-        gi = sign * g[i]
-        if gi != 0.0:
-            a = 2.0 / (1.0 + exp(2.0 * y[i] * (f[i] + rho * gi)))     # |negative gradient| at the point
-            s -= gi * y[i] * a
-            h += gi * gi * a * (2.0 - a)
-    slope[0] = s
-    curv[0] = h
-
-
-# a Newton step this small (relative) ends the line search: quadratic convergence leaves an error of ~1e-14
-cdef float64_t NEWTON_ACCEPT = 1e-7
-# the same for a Halley step (cubic convergence: an error of ~1e-15)
-cdef float64_t HALLEY_ACCEPT = 1e-5
-
-
-cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t* f, const float64_t* r,
-                                            const float64_t* g, intp_t n) noexcept nogil:
-    """argmin_rho of the logistic loss along g: Newton steps kept inside the sign-change bracket of the slope
-    (bisection when a step leaves it), so it converges for any start; one pass over the samples per step."""
-    cdef intp_t i
-    cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0
-    cdef float64_t lo = 0.0, hi = INFINITY, rho, new, sl, cv
-    cdef int it
-    for i in range(n):
-        if g[i] != 0.0:
-            slope0 -= g[i] * r[i]
-            ar = fabs(r[i])
-            curv += g[i] * g[i] * ar * (2.0 - ar)
-            scale += 2.0 * fabs(g[i])
-    if slope0 == 0.0 or scale == 0.0:
-        return 0.0
-    if slope0 > 0:
-        # solve along -g: the minimiser is then at a positive step
-        sign = -1.0
-        slope0 = -slope0
-    rho = -slope0 / curv if curv > 0 else 1.0
-    for it in range(100):
-        _logistic_slope_curv(y, f, g, n, rho, sign, &sl, &cv)
-        if sl < 0:
-            lo = rho
-        else:
-            hi = rho
-        if fabs(sl) <= 1e-13 * scale:
-            break
-        new = rho - sl / cv if cv > 0 else INFINITY
-        if not (new > lo and new < hi):
-            new = 0.5 * (lo + hi) if hi < INFINITY else 4.0 * rho
-        elif fabs(new - rho) <= NEWTON_ACCEPT * fabs(new):
-            # a Newton step of relative size delta leaves an error of order delta^2: accepted without another pass
-            rho = new
-            break
-        rho = new
-    return sign * rho
-
-
-cdef float64_t _line_search_logistic_leaves(const float64_t* y, const intp_t* leaf, const float64_t* gl,
-                                            intp_t gstride, intp_t n_leaves, intp_t n, const float64_t* e,
-                                            float64_t* tab) noexcept nogil:
-    """The bracketed search of :func:`_line_search_logistic_newton` for a tree step, with Halley's steps in place
-    of Newton's. The step g_i = gl[leaf_i * gstride] takes one value per leaf, so exp(2 y_i (f_i + rho g_i)) =
-    e_i exp(2 y_i rho g_i) with the kept e_i = exp(2 y_i f_i): 2 x n_leaves exponentials per step instead of one
-    per sample. With a_i = 2 / (1 + exp(2 y_i (f_i + rho g_i))) the derivatives along the step are -sum g y a,
-    sum g^2 a (2 - a) and -sum g^3 y a (2 - a) (2 - 2 a), all from one pass (``fb_logistic_pass``, a division per
-    sample, eight lanes wide); at rho = 0 the pass gives the negative gradient y a = 2 y / (1 + e) itself, so no
-    stored gradient is read. About 2.8 passes per search on the delicious-sized benchmark against 5 with Newton's
-    steps. ``tab`` holds 3 x n_leaves doubles."""
-    cdef intp_t l, it
-    cdef float64_t slope0, curv, scale, sign = 1.0, sl, cv, third
-    cdef float64_t lo = 0.0, hi = INFINITY, rho, new
-    cdef float64_t sums[4]
-    cdef float64_t* G = tab + 2 * n_leaves
-    for l in range(n_leaves):
-        G[l] = gl[l * gstride]
-        tab[2 * l] = 1.0
-        tab[2 * l + 1] = 1.0
-    fb_logistic_pass(y, e, leaf, tab, G, n_leaves, n, sums)
-    slope0 = -sums[0]
-    curv = sums[1]
-    third = -sums[2]
-    scale = 2.0 * sums[3]
-    if slope0 == 0.0 or scale == 0.0:
-        return 0.0
-    if slope0 > 0:
-        sign = -1.0
-        slope0 = -slope0
-        third = -third
-        for l in range(n_leaves):
-            G[l] = -G[l]
-    # Halley steps (slope, curvature and third derivative from the same pass: cubic convergence), kept inside the
-    # sign-change bracket of the slope like the Newton search
-    rho = _halley_step(0.0, slope0, curv, third)
-    for it in range(100):
-        for l in range(n_leaves):
-            tab[2 * l] = exp(2.0 * rho * G[l])        # y = +1
-            tab[2 * l + 1] = 1.0 / tab[2 * l] if tab[2 * l] > 0 else INFINITY
-        fb_logistic_pass(y, e, leaf, tab, G, n_leaves, n, sums)
-        sl = -sums[0]
-        cv = sums[1]
-        third = -sums[2]
-        if sl < 0:
-            lo = rho
-        else:
-            hi = rho
-        if fabs(sl) <= 1e-13 * scale:
-            break
-        new = _halley_step(rho, sl, cv, third)
-        if not (new > lo and new < hi):
-            new = 0.5 * (lo + hi) if hi < INFINITY else 4.0 * rho
-        elif fabs(new - rho) <= HALLEY_ACCEPT * fabs(new):
-            # a Halley step of relative size delta leaves an error of order delta^3: accepted without another pass
-            rho = new
-            break
-        rho = new
-    return sign * rho
-
-
-cdef inline float64_t _halley_step(float64_t rho, float64_t s, float64_t s1, float64_t s2) noexcept nogil:
-    """The root of the slope s(rho) by Halley's method from (s, s', s''); Newton's step where Halley's
-    denominator is not positive, and an infinite step (the caller's bracket then decides) without curvature."""
-    cdef float64_t den
-    if not (s1 > 0):
-        return INFINITY
-    den = 2.0 * s1 * s1 - s * s2
-    if den > 0:
-        return rho - 2.0 * s * s1 / den
-    return rho - s / s1
-
-
-cdef float64_t _line_search_logistic(const float64_t* y, const float64_t* f, const float64_t* r,
-                                     const float64_t* g, intp_t n) noexcept nogil:
-    """argmin_rho sum_i log(1 + exp(-2 y_i (f_i + rho g_i))); r is the negative gradient at f."""
-    cdef intp_t i
-    cdef float64_t slope0 = 0.0, curv = 0.0, ar, step, a, fa, b, fb, scale = 0.0, tol
-    cdef int k
-    for i in range(n):
-        if g[i] != 0.0:
-            slope0 -= g[i] * r[i]
-            ar = fabs(r[i])
-            curv += g[i] * g[i] * ar * (2.0 - ar)
-            scale += fabs(g[i])
-    if slope0 == 0.0 or scale == 0.0:
-        return 0.0
-    # Newton step as the first trial point, then double until the slope changes sign
-    if curv > 0:
-        step = -slope0 / curv
-    else:
-        step = -slope0 / scale / scale
-    a = 0.0
-    fa = slope0
-    b = step
-    fb = _logistic_slope(y, f, g, n, b)
-    k = 0
-    while (fb < 0) == (fa < 0) and fb != 0.0:
-        if k >= 60 or fabs(fb) <= 1e-13 * fabs(slope0):
-            # the loss keeps decreasing (a label never / always positive): stop at a finite step
-            return b
-        a = b
-        fa = fb
-        step *= 2.0
-        b = a + step
-        fb = _logistic_slope(y, f, g, n, b)
-        k += 1
-    tol = 1e-10 * (fabs(a) + fabs(b)) + 1e-300
-    return _brent_root(y, f, g, n, a, fa, b, fb, tol)
-
-
-cdef struct WPair:
-    float64_t value
-    float64_t weight
-
-
-cdef float64_t _weighted_median(WPair* a, intp_t m, float64_t total) noexcept nogil:
-    """The smallest value v of a[0:m] with 2 W(<= v) >= total (W the summed weights), by a three-way quickselect
-    (expected O(m), where sorting took O(m log m) and most of an absolute-loss fit). a is reordered."""
-    cdef intp_t lo = 0, hi = m, i, j, lt, gt, mid
-    cdef float64_t below = 0.0, wl, we, pivot, x, y0, z, acc
-    cdef WPair tmp
-    while hi - lo > 16:
-        # median of three as the pivot
-        mid = lo + (hi - lo) // 2
-        x = a[lo].value
-        y0 = a[mid].value
-        z = a[hi - 1].value
-        if x > y0:
-            x, y0 = y0, x
-        if y0 > z:
-            y0 = z
-            if x > y0:
-                y0 = x
-        pivot = y0
-        # a[lo:lt] < pivot, a[lt:i] == pivot, a[gt:hi] > pivot
-        lt = lo
-        i = lo
-        gt = hi
-        wl = 0.0
-        we = 0.0
-        while i < gt:
-            if a[i].value < pivot:
-                wl += a[i].weight
-                tmp = a[i]; a[i] = a[lt]; a[lt] = tmp
-                lt += 1
-                i += 1
-            elif a[i].value > pivot:
-                gt -= 1
-                tmp = a[i]; a[i] = a[gt]; a[gt] = tmp
-            else:
-                we += a[i].weight
-                i += 1
-        if 2.0 * (below + wl) >= total:
-            hi = lt
-        elif 2.0 * (below + wl + we) >= total or gt == hi:
-            return pivot
-        else:
-            below += wl + we
-            lo = gt
-    # a short range: insertion sort, then the cumulative weights
-    for i in range(lo + 1, hi):
-        tmp = a[i]
-        j = i - 1
-        while j >= lo and a[j].value > tmp.value:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = tmp
-    acc = below
-    for i in range(lo, hi):
-        acc += a[i].weight
-        if 2.0 * acc >= total:
-            return a[i].value
-    return a[hi - 1].value
-
-
-cdef float64_t _line_search_absolute(const float64_t* y, const float64_t* f, const float64_t* g, intp_t n,
-                                     WPair* work) noexcept nogil:
-    """argmin_rho sum_i |y_i - f_i - rho g_i| = weighted median of (y_i - f_i) / g_i, weights |g_i|."""
-    cdef intp_t i, m = 0
-    cdef float64_t total = 0.0
-    for i in range(n):
-        if g[i] != 0.0:
-            work[m].value = (y[i] - f[i]) / g[i]
-            work[m].weight = fabs(g[i])
-            total += work[m].weight
-            m += 1
-    if m == 0:
-        return 0.0
-    return _weighted_median(work, m, total)
-
-
-cdef float64_t _line_search(int loss, const float64_t* y, const float64_t* f, const float64_t* r,
-                            const float64_t* g, intp_t n, WPair* work, bint brent=False) noexcept nogil:
-    cdef intp_t i
-    cdef float64_t num = 0.0, den = 0.0
-    if loss == SQUARE:
-        for i in range(n):
-            num += r[i] * g[i]
-            den += g[i] * g[i]
-        return num / den if den > 0 else 0.0
-    if loss == ABSOLUTE:
-        return _line_search_absolute(y, f, g, n, work)
-    if brent:
-        return _line_search_logistic(y, f, r, g, n)
-    return _line_search_logistic_newton(y, f, r, g, n)
-
-
-# choose the implementation once, at import, before any thread runs a pass
-fb_logistic_pass_level(-1)
-
-
-def logistic_pass_level(int wanted=-1):
-    """Cap the implementation of the logistic line-search passes for the whole process (0 portable, 1 AVX2,
-    2 AVX-512; -1 the best this processor has) and return the level in use. Every level gives the same bits; tests
-    use this to show it."""
-    return fb_logistic_pass_level(wanted)
-
-
-def logistic_pass(y, e, leaf, tab, g, int level=-1):
-    """The four sums of one line-search pass (``_logistic_pass.h``), for tests. ``level`` caps the implementation
-    (0 portable, 1 AVX2, 2 AVX-512; -1 the best this processor has). Returns (sums, level used); the level is reset
-    to the best one afterwards."""
-    cdef float64_t[::1] yv = np.ascontiguousarray(y, dtype=np.float64)
-    cdef float64_t[::1] ev = np.ascontiguousarray(e, dtype=np.float64)
-    cdef intp_t[::1] lv = np.ascontiguousarray(leaf, dtype=np.intp)
-    cdef float64_t[::1] tv = np.ascontiguousarray(tab, dtype=np.float64)
-    cdef float64_t[::1] gv = np.ascontiguousarray(g, dtype=np.float64)
-    cdef intp_t n = yv.shape[0], i, nl = gv.shape[0]
-    cdef float64_t out[4]
-    cdef int used
-    if ev.shape[0] != n or lv.shape[0] != n:
-        raise ValueError("y, e and leaf must have the same length")
-    if tv.shape[0] != 2 * nl:
-        raise ValueError(f"tab must hold 2 values per leaf ({2 * nl}), got {tv.shape[0]}")
-    for i in range(n):
-        if lv[i] < 0 or lv[i] >= nl:
-            raise ValueError(f"leaf[{i}] = {lv[i]} is not a leaf of g (length {nl})")
-    used = fb_logistic_pass_level(level)
-    if used == 2 and nl > 8:
-        used = 1
-    if n:
-        fb_logistic_pass(&yv[0], &ev[0], &lv[0], &tv[0], &gv[0], nl, n, out)
-    else:
-        out[0] = out[1] = out[2] = out[3] = 0.0
-    fb_logistic_pass_level(-1)
-    return np.array([out[0], out[1], out[2], out[3]]), used
-
-
-def line_search(str loss, y, f, g, str method="newton"):
-    """Step length rho minimising ``sum_i loss(y_i, f_i + rho g_i)`` for one output (exposed for testing)."""
-    cdef int code = LOSSES[loss]
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    f = np.ascontiguousarray(f, dtype=np.float64)
-    g = np.ascontiguousarray(g, dtype=np.float64)
-    cdef intp_t n = y.shape[0]
-    if y.ndim != 1 or f.shape != y.shape or g.shape != y.shape or n < 1:
-        raise ValueError(f"line_search: y, f and g must be 1-D of one length >= 1, got shapes {y.shape}, "
-                         f"{f.shape}, {g.shape}")
-    r = np.empty(n)
-    cdef float64_t[::1] yv = y, fv = f, gv = g, rv = r
-    cdef WPair* work = <WPair*> malloc((n + 1) * sizeof(WPair))
-    cdef float64_t rho
-    try:
-        _column_gradient(code, &yv[0], &fv[0], &rv[0], n)
-        rho = _line_search(code, &yv[0], &fv[0], &rv[0], &gv[0], n, work, method == "brent")
-    finally:
-        free(work)
-    return rho
-
-
-cdef void _logistic_state_gradient(const float64_t* y, const float64_t* E, float64_t* r, intp_t n) noexcept nogil:
-    """Negative logistic gradient 2 y / (1 + exp(2 y f)) from the kept E = exp(2 y f)."""
-    cdef intp_t i
-    for i in range(n):
-        r[i] = 2.0 * y[i] / (1.0 + E[i])
-
-
-cdef void _logistic_state_reset(const float64_t* y, const float64_t* f, float64_t* E, intp_t n) noexcept nogil:
-    cdef intp_t i
-    for i in range(n):
-        E[i] = exp(2.0 * y[i] * f[i])
-
-
-cdef void _logistic_state_update(const float64_t* y, float64_t* E, const intp_t* leaf, const float64_t* delta,
-                                 intp_t stride, float64_t scale, intp_t n_leaves, intp_t n,
-                                 float64_t* tab) noexcept nogil:
-    """E_i *= exp(2 y_i scale delta[leaf_i * stride]): the scores moved by one value per leaf, 2 exps per leaf."""
-    cdef intp_t l
-    for l in range(n_leaves):
-        tab[2 * l] = exp(2.0 * scale * delta[l * stride])
-        tab[2 * l + 1] = 1.0 / tab[2 * l] if tab[2 * l] > 0 else INFINITY
-    fb_logistic_update(y, E, leaf, tab, n_leaves, n)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -702,563 +224,6 @@ cdef void _apply_builder(TreeBuilder builder, const float32_t* X, intp_t rs, int
 
 
 # --------------------------------------------------------------------------------------------------------------
-# presorted best-first tree builder
-
-# from this many split targets on, the two-valued features of a node are summed in one pass over its rows
-cdef intp_t BATCH_MIN_Q = 8
-
-
-cdef inline void _side_squares(const float64_t* A, const float64_t* S, intp_t q, float64_t* a2,
-                               float64_t* b2) noexcept nogil:
-    """a2 = sum_k A_k^2 and b2 = sum_k (S_k - A_k)^2: the two sides' squared sums of one cut, with four
-    independent accumulators per sum (the loop is then bound by throughput, not by the latency of one chain)."""
-    cdef float64_t a0 = 0.0, a1 = 0.0, a2_ = 0.0, a3 = 0.0, b0 = 0.0, b1 = 0.0, b2_ = 0.0, b3 = 0.0, u, v
-    cdef intp_t k = 0
-    while k + 4 <= q:
-        u = A[k]; v = S[k] - u; a0 += u * u; b0 += v * v
-        u = A[k + 1]; v = S[k + 1] - u; a1 += u * u; b1 += v * v
-        u = A[k + 2]; v = S[k + 2] - u; a2_ += u * u; b2_ += v * v
-        u = A[k + 3]; v = S[k + 3] - u; a3 += u * u; b3 += v * v
-        k += 4
-    while k < q:
-        u = A[k]; v = S[k] - u; a0 += u * u; b0 += v * v
-        k += 1
-    a2[0] = (a0 + a1) + (a2_ + a3)
-    b2[0] = (b0 + b1) + (b2_ + b3)
-
-
-cdef struct Candidate:
-    intp_t node_id
-    intp_t start
-    intp_t end
-    intp_t feature           # -1: no split (leaf)
-    intp_t pos
-    float64_t threshold
-    float64_t improvement
-    intp_t order_feature     # a feature whose range [start, end) holds exactly the node's samples
-    bint in_master           # the root: its ranges are read from the master orders
-
-
-cdef int _fresh_doubles(float64_t** ptr, intp_t size) except -1 nogil:
-    """Replace the buffer at ``ptr`` by an uninitialised one of ``size`` doubles (MemoryError if none)."""
-    free(ptr[0])
-    ptr[0] = <float64_t*> malloc(size * sizeof(float64_t))
-    if ptr[0] == NULL:
-        with gil:
-            raise MemoryError()
-    return 0
-
-
-cdef inline void _take_cut(Candidate* c, intp_t f, intp_t pos, const float32_t* xv) noexcept nogil:
-    """Make the cut before position ``pos`` of feature f's node order the node's split: the threshold halfway
-    between the two values around the cut (the lower value where the halfway point rounds onto the upper one or
-    overflows)."""
-    c.feature = f
-    c.pos = pos
-    c.threshold = midpoint_threshold(xv[pos - 1], xv[pos])
-
-
-cdef inline void _scan_single(Candidate* c, intp_t f, const int32_t* ix, const float32_t* xv, const float64_t* Z,
-                              intp_t start, intp_t end, float64_t s_total, const float64_t* inv,
-                              float64_t* best_io) noexcept nogil:
-    """Score every cut of feature f over the node [start, end) for one split target (Z is n x 1) and take it into c
-    when it beats *best_io by the relative margin; the arithmetic and the order of the multi-target scan of
-    ``PresortBuilder._evaluate`` (forward, or backward past a leading run of equal values), so the same cut wins.
-    The running side sum lives in a register instead of the sums array."""
-    cdef intp_t r, b0 = start, fpos
-    cdef float64_t sl = 0.0, pl, pr, proxy, fbest, best = best_io[0], t
-    while b0 < end - 1 and same_value(xv[b0 + 1], xv[b0]):
-        b0 += 1
-    if b0 - start > end - b0:
-        # sl: the sum over [r, end), the right side of a cut between r - 1 and r
-        fpos = -1
-        fbest = -INFINITY
-        for r in range(end - 1, b0, -1):
-            sl += Z[ix[r]]
-            if same_value(xv[r], xv[r - 1]):
-                continue
-            t = s_total - sl
-            proxy = t * t * inv[r - start] + sl * sl * inv[end - r]
-            if fpos < 0 or proxy >= fbest - PROXY_RTOL * fabs(fbest):
-                fbest = proxy
-                fpos = r
-        if fpos >= 0 and (c.feature < 0 or beats(fbest, best)):
-            best_io[0] = fbest
-            _take_cut(c, f, fpos, xv)
-        return
-    for r in range(start, end - 1):
-        sl += Z[ix[r]]
-        if same_value(xv[r + 1], xv[r]):
-            continue
-        t = s_total - sl
-        proxy = sl * sl * inv[r + 1 - start] + t * t * inv[end - r - 1]
-        if c.feature < 0 or beats(proxy, best):
-            best = proxy
-            _take_cut(c, f, r + 1, xv)
-    best_io[0] = best
-
-
-cdef class PresortBuilder:
-    """Best-first regression tree on a fixed X whose columns are sorted once.
-
-    X does not change between boosting iterations, so each feature's sample order is computed once; a tree then
-    starts from copies of these orders and every split partitions each feature's node range stably (a node is one
-    contiguous range [start, end) in every feature's order), so no node ever sorts. Splits are chosen exactly as the
-    forestbench kernel's best splitter does: thresholds halfway between consecutive distinct values (values closer
-    than 1e-7 are equal), the multi-output variance proxy sum_k S_L,k^2 / n_L + S_R,k^2 / n_R, a later candidate
-    must be better by a relative 1e-10, features visited in index order when all are candidates, else
-    ``max_features`` non-constant features drawn without replacement; the frontier is expanded by largest impurity
-    decrease (ties: smaller node id). A node's children are only evaluated while a split is still allowed.
-
-    With many split targets (q >= 8, gbmort's gradient) and every feature scored, the two-valued features of a node
-    (binary inputs) are summed in one pass over the node's rows (``_binary_sums``) instead of one gather of the
-    target rows per feature; they have a single cut, scored from those sums with the same rule.
-    """
-    cdef object _keep
-    cdef intp_t n, p, max_leaf_nodes, max_features
-    cdef int32_t* master_idx      # p x n: samples of each feature in increasing value order
-    cdef float32_t* master_val
-    cdef int32_t* idx             # working copies, partitioned per node
-    cdef float32_t* val
-    cdef int32_t* tmp_idx
-    cdef float32_t* tmp_val
-    cdef char* goleft
-    cdef intp_t* feats
-    cdef float64_t* sum_total
-    cdef float64_t* sum_left
-    cdef float64_t* best_left
-    cdef Candidate* frontier
-    cdef Node* nodes
-    cdef intp_t node_count
-    cdef float64_t* leaf_values
-    cdef intp_t n_leaves
-    cdef intp_t cap_q, cap_w
-    cdef float64_t* inv           # inv[k] = 1 / k: no division per scanned position
-    # two-valued (binary) inputs: their split sums by one pass over the node's samples (see _binary_sums)
-    cdef intp_t n_bin
-    cdef intp_t* bin_of           # p: index among the two-valued features, -1 for the others
-    cdef char* bin_minor_high     # n_bin: 1 when the rarer of the two values is the larger one
-    cdef int32_t* row_ptr         # n + 1: CSR rows of the rarer values
-    cdef int32_t* row_bins        # the two-valued features (their bin index) where the row holds the rarer value
-    cdef float64_t* bin_sums      # n_bin x q: sum of the split targets over the node's rows holding the rarer value
-    cdef intp_t* bin_counts       # n_bin: number of those rows
-    cdef intp_t cap_bq
-
-    def __cinit__(self, *args, **kwargs):
-        self.inv = NULL
-        self.master_idx = NULL
-        self.master_val = NULL
-        self.idx = NULL
-        self.val = NULL
-        self.tmp_idx = NULL
-        self.tmp_val = NULL
-        self.goleft = NULL
-        self.feats = NULL
-        self.sum_total = NULL
-        self.sum_left = NULL
-        self.best_left = NULL
-        self.frontier = NULL
-        self.nodes = NULL
-        self.leaf_values = NULL
-        self.cap_q = 0
-        self.cap_w = 0
-        self.n_bin = 0
-        self.bin_of = NULL
-        self.bin_minor_high = NULL
-        self.row_ptr = NULL
-        self.row_bins = NULL
-        self.bin_sums = NULL
-        self.bin_counts = NULL
-        self.cap_bq = 0
-
-    def __init__(self, X, intp_t max_leaf_nodes, intp_t max_features):
-        cdef intp_t n = X.shape[0], p = X.shape[1], f, r
-        order = np.argsort(X, axis=0, kind="stable").T.astype(np.int32)      # (p, n)
-        values = np.take_along_axis(np.asarray(X), order.T.astype(np.intp), axis=0).T.astype(np.float32)
-        order = np.ascontiguousarray(order)
-        values = np.ascontiguousarray(values)
-        cdef int32_t[:, ::1] ov = order
-        cdef float32_t[:, ::1] vv = values
-        self._keep = (order, values)
-        self.n = n
-        self.p = p
-        self.max_leaf_nodes = max_leaf_nodes
-        self.max_features = max_features
-        self.master_idx = &ov[0, 0] if n * p > 0 else NULL
-        self.master_val = &vv[0, 0] if n * p > 0 else NULL
-        self.idx = <int32_t*> malloc(max(n * p, 1) * sizeof(int32_t))
-        self.val = <float32_t*> malloc(max(n * p, 1) * sizeof(float32_t))
-        self.tmp_idx = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
-        self.tmp_val = <float32_t*> malloc(max(n, 1) * sizeof(float32_t))
-        self.goleft = <char*> malloc(max(n, 1))
-        self.feats = <intp_t*> malloc(max(p, 1) * sizeof(intp_t))
-        self.frontier = <Candidate*> malloc((2 * max_leaf_nodes + 2) * sizeof(Candidate))
-        self.nodes = <Node*> malloc((2 * max_leaf_nodes + 2) * sizeof(Node))
-        if (self.idx == NULL or self.val == NULL or self.tmp_idx == NULL or self.tmp_val == NULL
-                or self.goleft == NULL or self.feats == NULL or self.frontier == NULL or self.nodes == NULL):
-            raise MemoryError()
-        for f in range(p):
-            self.feats[f] = f
-        self.inv = <float64_t*> malloc((n + 1) * sizeof(float64_t))
-        if self.inv == NULL:
-            raise MemoryError()
-        self.inv[0] = 0.0
-        for r in range(1, n + 1):
-            self.inv[r] = 1.0 / r
-        self._index_two_valued(np.asarray(X, dtype=np.float32), values)
-
-    def _index_two_valued(self, X, values):
-        """Find the features with exactly two distinct values and list, row by row, those where the row holds the
-        feature's rarer value (CSR), for _binary_sums. ``values``: each column of X in increasing order."""
-        cdef intp_t n = self.n, p = self.p
-        if n < 2 or p == 0:
-            return
-        lo = values[:, 0]
-        hi = values[:, n - 1]
-        is_lo = values == lo[:, None]
-        two = (hi > lo + FEATURE_THRESHOLD) & (is_lo | (values == hi[:, None])).all(axis=1)
-        feats = np.flatnonzero(two)
-        if feats.size == 0:
-            return
-        n_lo = is_lo[feats].sum(axis=1)
-        minor_high = n_lo >= n - n_lo                       # the larger value is the rarer (or as frequent) one
-        rarer = np.where(minor_high, hi[feats], lo[feats])
-        Xs = X[:, feats] == rarer[None, :]                  # rows x two-valued features: holds the rarer value
-        counts = Xs.sum(axis=1)
-        row_ptr = np.zeros(n + 1, dtype=np.int32)
-        np.cumsum(counts, out=row_ptr[1:])
-        row_bins = np.ascontiguousarray(np.nonzero(Xs)[1].astype(np.int32))
-        bin_of = np.full(p, -1, dtype=np.intp)
-        bin_of[feats] = np.arange(feats.size)
-        minor = np.ascontiguousarray(minor_high.astype(np.int8))
-        if row_bins.size == 0:
-            row_bins = np.zeros(1, dtype=np.int32)
-        self._keep = self._keep + (row_ptr, row_bins, bin_of, minor)
-        cdef int32_t[::1] rp = row_ptr
-        cdef int32_t[::1] rb = row_bins
-        cdef intp_t[::1] bo = bin_of
-        cdef signed char[::1] mh = minor
-        self.n_bin = feats.size
-        self.row_ptr = &rp[0]
-        self.row_bins = &rb[0]
-        self.bin_of = &bo[0]
-        self.bin_minor_high = <char*> &mh[0]
-        self.bin_counts = <intp_t*> malloc(self.n_bin * sizeof(intp_t))
-        if self.bin_counts == NULL:
-            raise MemoryError()
-
-    def __dealloc__(self):
-        free(self.inv)
-        free(self.idx); free(self.val); free(self.tmp_idx); free(self.tmp_val); free(self.goleft)
-        free(self.feats); free(self.sum_total); free(self.sum_left); free(self.best_left)
-        free(self.frontier); free(self.nodes); free(self.leaf_values)
-        free(self.bin_sums); free(self.bin_counts)
-
-    cdef int _ensure(self, intp_t q, intp_t w) except -1 nogil:
-        if q > self.cap_q:
-            _fresh_doubles(&self.sum_total, q)
-            _fresh_doubles(&self.sum_left, q)
-            _fresh_doubles(&self.best_left, q)
-            self.cap_q = q
-        if self.n_bin > 0 and q >= BATCH_MIN_Q and q > self.cap_bq:
-            _fresh_doubles(&self.bin_sums, self.n_bin * q)
-            self.cap_bq = q
-        if w > self.cap_w:
-            _fresh_doubles(&self.leaf_values, (self.max_leaf_nodes + 1) * w)
-            self.cap_w = w
-        return 0
-
-    cdef void _binary_sums(self, Candidate* c, const float64_t* Z, intp_t q) noexcept nogil:
-        """Sums of the split targets over the node's rows that hold each two-valued feature's rarer value.
-
-        One pass over the node's rows: each target row is read once and added to the sums of the features where it
-        holds the rarer value. The per-feature scan would instead gather the same rows from memory once per
-        feature, which with many targets (a 983-output gradient) is bound by memory traffic; the n_bin x q sums
-        stay in cache."""
-        cdef const int32_t* ix = (self.master_idx if c.in_master else self.idx) + c.order_feature * self.n
-        cdef intp_t r, i, t, k, b
-        cdef const float64_t* zrow
-        cdef float64_t* dst
-        memset(self.bin_sums, 0, self.n_bin * q * sizeof(float64_t))
-        memset(self.bin_counts, 0, self.n_bin * sizeof(intp_t))
-        for r in range(c.start, c.end):
-            i = ix[r]
-            zrow = Z + i * q
-            for t in range(self.row_ptr[i], self.row_ptr[i + 1]):
-                b = self.row_bins[t]
-                self.bin_counts[b] += 1
-                dst = self.bin_sums + b * q
-                for k in range(q):
-                    dst[k] += zrow[k]
-
-    cdef void _evaluate(self, Candidate* c, const float64_t* Z, intp_t q, uint64_t* state) noexcept nogil:
-        """Find the best split of the node c (c.feature = -1 if it must be a leaf)."""
-        cdef const int32_t* base_idx = self.master_idx if c.in_master else self.idx
-        cdef const float32_t* base_val = self.master_val if c.in_master else self.val
-        cdef intp_t n = self.n, start = c.start, end = c.end, m = end - start
-        cdef intp_t r, k, i, f, fi, n_scored = 0, n_drawn = 0, tmp
-        cdef const int32_t* ix
-        cdef const float32_t* xv
-        cdef float64_t* S = self.sum_total
-        cdef float64_t* SL = self.sum_left
-        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, s1
-        cdef intp_t b0, fpos
-        cdef float64_t fbest
-        cdef const float64_t* zrow
-        cdef bint use_all = self.max_features >= self.p
-        cdef const float64_t* inv = self.inv
-        cdef bint batch
-        cdef intp_t b, nb
-        c.feature = -1
-        c.improvement = 0.0
-        if m < 2:
-            return
-        memset(S, 0, q * sizeof(float64_t))
-        ix = base_idx + c.order_feature * n
-        if q == 1:
-            # one split target (st-gbrt, the rpo variants): the sums in registers, same additions in the same order
-            s1 = 0.0
-            for r in range(start, end):
-                z = Z[ix[r]]
-                s1 += z
-                sq += z * z
-            S[0] = s1
-        else:
-            for r in range(start, end):
-                i = ix[r]
-                for k in range(q):
-                    z = Z[i * q + k]
-                    S[k] += z
-                    sq += z * z
-        for k in range(q):
-            ss += S[k] * S[k]
-        if (sq / m - ss / (<float64_t> m * m)) / q <= EPSILON:
-            return
-        batch = use_all and q >= BATCH_MIN_Q and self.n_bin > 0
-        if batch:
-            self._binary_sums(c, Z, q)
-        fi = 0
-        while True:
-            if use_all:
-                if fi >= self.p:
-                    break
-                f = fi
-                fi += 1
-            else:
-                if n_scored >= self.max_features or n_drawn >= self.p:
-                    break
-                k = rand_int(n_drawn, self.p, state)
-                tmp = self.feats[n_drawn]
-                self.feats[n_drawn] = self.feats[k]
-                self.feats[k] = tmp
-                f = self.feats[n_drawn]
-                n_drawn += 1
-            ix = base_idx + f * n
-            xv = base_val + f * n
-            if batch and self.bin_of[f] >= 0:
-                # a two-valued feature: one cut, its side sums from _binary_sums
-                b = self.bin_of[f]
-                nb = self.bin_counts[b]
-                if nb == 0 or nb == m:
-                    continue
-                n_scored += 1
-                if self.bin_minor_high[b]:
-                    fpos = end - nb
-                    _side_squares(self.bin_sums + b * q, S, q, &pr, &pl)
-                else:
-                    fpos = start + nb
-                    _side_squares(self.bin_sums + b * q, S, q, &pl, &pr)
-                proxy = pl * inv[fpos - start] + pr * inv[end - fpos]
-                if c.feature < 0 or beats(proxy, best):
-                    best = proxy
-                    _take_cut(c, f, fpos, xv)
-                continue
-            if same_value(xv[end - 1], xv[start]):
-                continue
-            n_scored += 1
-            if q == 1:
-                # one split target: the scan of _scan_single, the left sum kept in a register
-                _scan_single(c, f, ix, xv, Z, start, end, S[0], inv, &best)
-                continue
-            # several split targets. A long run of equal values at the start (the zeros of a sparse or binary
-            # input) is never summed: the scan then runs backwards over the other samples, with S_L = S - S_R
-            b0 = start
-            while b0 < end - 1 and same_value(xv[b0 + 1], xv[b0]):
-                b0 += 1
-            memset(SL, 0, q * sizeof(float64_t))
-            if b0 - start > end - b0:
-                fpos = -1
-                fbest = -INFINITY
-                for r in range(end - 1, b0, -1):
-                    # SL holds the sums over [r, end) (the right side of a cut between r - 1 and r)
-                    zrow = Z + ix[r] * q
-                    for k in range(q):
-                        SL[k] += zrow[k]
-                    if same_value(xv[r], xv[r - 1]):
-                        continue
-                    _side_squares(SL, S, q, &pr, &pl)
-                    proxy = pl * inv[r - start] + pr * inv[end - r]
-                    # cuts visited right to left: a cut further left replaces the feature's best unless it is
-                    # worse by the margin (the forward scan's preference for the leftmost of near-equal cuts)
-                    if fpos < 0 or proxy >= fbest - PROXY_RTOL * fabs(fbest):
-                        fbest = proxy
-                        fpos = r
-                if fpos >= 0 and (c.feature < 0 or beats(fbest, best)):
-                    best = fbest
-                    _take_cut(c, f, fpos, xv)
-                continue
-            for r in range(start, end - 1):
-                # per sample only the q sums move (a vectorisable loop); the proxy's O(q) sums of squares are
-                # formed at cuts only, which a feature with few distinct values (binary inputs) rarely has
-                zrow = Z + ix[r] * q
-                for k in range(q):
-                    SL[k] += zrow[k]
-                if same_value(xv[r + 1], xv[r]):
-                    continue
-                _side_squares(SL, S, q, &pl, &pr)
-                proxy = pl * inv[r + 1 - start] + pr * inv[end - r - 1]
-                if c.feature < 0 or beats(proxy, best):
-                    best = proxy
-                    _take_cut(c, f, r + 1, xv)
-        if c.feature >= 0:
-            # decrease of the summed-over-outputs impurity, relative to the whole set (same order as the kernel)
-            c.improvement = (best - ss / m) / (<float64_t> n * q)
-
-    cdef void _partition(self, Candidate* c, bint all_features) noexcept nogil:
-        """Stable partition of the node range of every feature (or of the split feature only, when the children
-        will not be split) into [left | right], in the working orders."""
-        cdef intp_t n = self.n, f, r, a, b, start = c.start, end = c.end
-        cdef const int32_t* src_base = self.master_idx if c.in_master else self.idx
-        cdef const float32_t* src_vbase = self.master_val if c.in_master else self.val
-        cdef const int32_t* sx = src_base + c.feature * n
-        cdef const float32_t* sv
-        cdef int32_t* ix
-        cdef float32_t* xv
-        cdef int32_t i
-        cdef float32_t v
-        cdef intp_t gl
-        if c.in_master:
-            # the split feature's range is already [left | right]: copy it to the working orders
-            memcpy(self.idx + c.feature * n + start, sx + start, (end - start) * sizeof(int32_t))
-            memcpy(self.val + c.feature * n + start, src_vbase + c.feature * n + start,
-                   (end - start) * sizeof(float32_t))
-        if not all_features:
-            return
-        for r in range(start, c.pos):
-            self.goleft[sx[r]] = 1
-        for r in range(c.pos, end):
-            self.goleft[sx[r]] = 0
-        for f in range(self.p):
-            if f == c.feature:
-                continue
-            sx = src_base + f * n
-            sv = src_vbase + f * n
-            ix = self.idx + f * n
-            xv = self.val + f * n
-            a = start
-            b = 0
-            # branch-free: every sample is written to both sides and only its side's count moves (the side of a
-            # sample is a coin flip for the branch predictor); in place, a <= r, so no unread entry is overwritten
-            for r in range(start, end):
-                i = sx[r]
-                v = sv[r]
-                gl = self.goleft[i]
-                ix[a] = i
-                xv[a] = v
-                self.tmp_idx[b] = i
-                self.tmp_val[b] = v
-                a += gl
-                b += 1 - gl
-            memcpy(ix + a, self.tmp_idx, b * sizeof(int32_t))
-            memcpy(xv + a, self.tmp_val, b * sizeof(float32_t))
-
-    cdef intp_t _new_node(self, intp_t parent, bint is_left) noexcept nogil:
-        cdef intp_t node_id = self.node_count
-        cdef Node* nd = &self.nodes[node_id]
-        nd.left_child = TREE_LEAF
-        nd.right_child = TREE_LEAF
-        nd.feature = TREE_UNDEFINED
-        nd.threshold = TREE_UNDEFINED
-        nd.impurity = 0.0
-        nd.n_node_samples = 0
-        nd.weighted_n_node_samples = 0.0
-        nd.leaf_index = -1
-        if parent >= 0:
-            if is_left:
-                self.nodes[parent].left_child = node_id
-            else:
-                self.nodes[parent].right_child = node_id
-        self.node_count += 1
-        return node_id
-
-    cdef void _make_leaf(self, Candidate* c, const float64_t* L, intp_t w, intp_t* leaf_of) noexcept nogil:
-        cdef intp_t r, k, i, m = c.end - c.start
-        cdef float64_t* v = self.leaf_values + self.n_leaves * w
-        cdef const int32_t* ix = (self.master_idx if c.in_master else self.idx) + c.order_feature * self.n
-        memset(v, 0, w * sizeof(float64_t))
-        for r in range(c.start, c.end):
-            i = ix[r]
-            leaf_of[i] = self.n_leaves
-            for k in range(w):
-                v[k] += L[i * w + k]
-        for k in range(w):
-            v[k] /= m
-        self.nodes[c.node_id].leaf_index = self.n_leaves
-        self.nodes[c.node_id].n_node_samples = m
-        self.n_leaves += 1
-
-    cdef int build(self, const float64_t* Z, intp_t q, const float64_t* L, intp_t w, intp_t* leaf_of,
-                   uint64_t* state) except -1 nogil:
-        """Grow one tree on split targets Z (n x q) with leaves holding the means of L (n x w)."""
-        cdef intp_t n_front = 0, splits_left = self.max_leaf_nodes - 1, b, j, s
-        cdef Candidate c, child
-        cdef Node* nd
-        self._ensure(q, w)
-        self.node_count = 0
-        self.n_leaves = 0
-        c.node_id = self._new_node(-1, 0)
-        c.start = 0
-        c.end = self.n
-        c.order_feature = 0
-        c.in_master = True
-        self._evaluate(&c, Z, q, state)
-        self.frontier[0] = c
-        n_front = 1
-        while n_front > 0:
-            b = 0
-            for j in range(1, n_front):
-                if (self.frontier[j].improvement > self.frontier[b].improvement or
-                        (self.frontier[j].improvement == self.frontier[b].improvement and
-                         self.frontier[j].node_id < self.frontier[b].node_id)):
-                    b = j
-            c = self.frontier[b]
-            self.frontier[b] = self.frontier[n_front - 1]
-            n_front -= 1
-            if c.feature < 0 or splits_left <= 0:
-                self._make_leaf(&c, L, w, leaf_of)
-                continue
-            splits_left -= 1
-            nd = &self.nodes[c.node_id]
-            nd.feature = c.feature
-            nd.threshold = c.threshold
-            nd.n_node_samples = c.end - c.start
-            self._partition(&c, splits_left > 0)
-            for s in range(2):
-                child.node_id = self._new_node(c.node_id, s == 0)
-                child.start = c.start if s == 0 else c.pos
-                child.end = c.pos if s == 0 else c.end
-                child.order_feature = 0 if splits_left > 0 else c.feature
-                child.in_master = False
-                child.feature = -1
-                child.improvement = 0.0
-                if splits_left > 0:
-                    self._evaluate(&child, Z, q, state)
-                self.frontier[n_front] = child
-                n_front += 1
-        return 0
-
-
-# --------------------------------------------------------------------------------------------------------------
 # the loop
 
 def _shape_error(name, arr, expected):
@@ -1401,21 +366,21 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
             if track_loss:
                 s = 0.0
                 for j in range(d):
-                    s += _column_loss(loss, Yt + j * n, Ft + j * n, n)
+                    s += column_loss(loss, Yt + j * n, Ft + j * n, n)
                 train_loss[0] = s
             t0 = t_start
             for stage in range(n_stages):
                 if estate and stage % ESTATE_REFRESH == 0:
                     for j in range(d):
-                        _logistic_state_reset(Yt + j * n, Ft + j * n, Et + j * n, n)
+                        logistic_state_reset(Yt + j * n, Ft + j * n, Et + j * n, n)
                 for t in range(trees_per_stage):
                     # 1. negative gradient and split / leaf targets
                     if algo == ST:
                         out = t
                         if estate:
-                            _logistic_state_gradient(Yt + out * n, Et + out * n, Rt + out * n, n)
+                            logistic_state_gradient(Yt + out * n, Et + out * n, Rt + out * n, n)
                         else:
-                            _column_gradient(loss, Yt + out * n, Ft + out * n, Rt + out * n, n)
+                            column_gradient(loss, Yt + out * n, Ft + out * n, Rt + out * n, n)
                         memcpy(Zb, Rt + out * n, n * sizeof(float64_t))
                     else:
                         out = -1
@@ -1428,13 +393,13 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                                 for j in range(d):
                                     v = phi[k * d + j]
                                     if v != 0.0:
-                                        fb_project_gradient(Yt + j * n, Et + j * n, v, Zb + k, q, n)
+                                        project_gradient(Yt + j * n, Et + j * n, v, Zb + k, q, n)
                         else:
                             for j in range(d):
                                 if estate:
-                                    _logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
+                                    logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
                                 else:
-                                    _column_gradient(loss, Yt + j * n, Ft + j * n, Rt + j * n, n)
+                                    column_gradient(loss, Yt + j * n, Ft + j * n, Rt + j * n, n)
                         if algo == MORT:
                             for i in range(n):
                                 for j in range(d):
@@ -1474,50 +439,50 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                         for i in range(n):
                             gcol[i] = V[leaf[i]]
                         if estate:
-                            rho[0] = lr * _line_search_logistic_leaves(Yt + out * n, leaf, V, 1, nl, n,
+                            rho[0] = lr * line_search_logistic_leaves(Yt + out * n, leaf, V, 1, nl, n,
                                                                        Et + out * n, tab)
                         else:
-                            rho[0] = lr * _line_search(loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n,
+                            rho[0] = lr * line_search_step(loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n,
                                                        work, brent)
                         for l in range(nl):
                             V[l] *= rho[0]
                         for i in range(n):
                             Ft[out * n + i] += V[leaf[i]]
                         if estate:
-                            _logistic_state_update(Yt + out * n, Et + out * n, leaf, V, 1, 1.0, nl, n, tab)
+                            logistic_state_update(Yt + out * n, Et + out * n, leaf, V, 1, 1.0, nl, n, tab)
                     elif algo == RPO:
                         for i in range(n):
                             gcol[i] = V[leaf[i]]
                         grow_buffer(<void**> &M.coef, &M.coef_cap, M.n_trees * d, sizeof(float64_t))
                         for j in range(d):
                             if estate:
-                                rho[j] = lr * _line_search_logistic_leaves(Yt + j * n, leaf, V, 1, nl, n,
+                                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V, 1, nl, n,
                                                                            Et + j * n, tab)
                             else:
-                                rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
+                                rho[j] = lr * line_search_step(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
                                                            work, brent)
                             M.coef[(M.n_trees - 1) * d + j] = rho[j]
                             if rho[j] != 0.0:
                                 for i in range(n):
                                     Ft[j * n + i] += rho[j] * gcol[i]
                                 if estate:
-                                    _logistic_state_update(Yt + j * n, Et + j * n, leaf, V, 1, rho[j], nl, n, tab)
+                                    logistic_state_update(Yt + j * n, Et + j * n, leaf, V, 1, rho[j], nl, n, tab)
                     else:
                         for j in range(d):
                             for i in range(n):
                                 gcol[i] = V[leaf[i] * d + j]
                             if estate:
-                                rho[j] = lr * _line_search_logistic_leaves(Yt + j * n, leaf, V + j, d, nl, n,
+                                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V + j, d, nl, n,
                                                                            Et + j * n, tab)
                             else:
-                                rho[j] = lr * _line_search(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
+                                rho[j] = lr * line_search_step(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
                                                            work, brent)
                             for l in range(nl):
                                 V[l * d + j] *= rho[j]
                             for i in range(n):
                                 Ft[j * n + i] += V[leaf[i] * d + j]
                             if estate:
-                                _logistic_state_update(Yt + j * n, Et + j * n, leaf, V + j, d, 1.0, nl, n, tab)
+                                logistic_state_update(Yt + j * n, Et + j * n, leaf, V + j, d, 1.0, nl, n, tab)
                 if has_val and nv > 0:
                     for tt in range(M.n_trees - trees_per_stage, M.n_trees):
                         nbase = M.node_ptr[tt]
@@ -1546,7 +511,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                 if track_loss:
                     s = 0.0
                     for j in range(d):
-                        s += _column_loss(loss, Yt + j * n, Ft + j * n, n)
+                        s += column_loss(loss, Yt + j * n, Ft + j * n, n)
                     train_loss[stage + 1] = s
         out_dict = _export(&M, algo)
     finally:

@@ -11,11 +11,16 @@ ctypedef double float64_t
 cdef extern from *:
     """
     /* forestbench tree kernel constants: defined here once, for every module that cimports _utils */
-    static const float FB_FEATURE_THRESHOLD = 1e-7;      /* feature values closer than this are equal */
-    static const double FB_PROXY_RTOL = 1e-10;           /* relative margin a later split candidate must beat */
-    static const double FB_EPSILON = 2.220446049250313e-16; /* float64 machine epsilon: impurity taken as 0 */
-    static const Py_ssize_t FB_TREE_LEAF = -1;           /* child id of a leaf */
-    static const Py_ssize_t FB_TREE_UNDEFINED = -2;      /* feature of a leaf */
+    #if defined(__GNUC__)
+    #define FB_CONSTANT static const __attribute__((unused))
+    #else
+    #define FB_CONSTANT static const
+    #endif
+    FB_CONSTANT float FB_FEATURE_THRESHOLD = 1e-7;         /* feature values closer than this are equal */
+    FB_CONSTANT double FB_PROXY_RTOL = 1e-10;              /* relative margin a later split candidate must beat */
+    FB_CONSTANT double FB_EPSILON = 2.220446049250313e-16; /* float64 machine epsilon: impurity taken as 0 */
+    FB_CONSTANT Py_ssize_t FB_TREE_LEAF = -1;              /* child id of a leaf */
+    FB_CONSTANT Py_ssize_t FB_TREE_UNDEFINED = -2;         /* feature and threshold of a leaf */
     """
     const float32_t FEATURE_THRESHOLD "FB_FEATURE_THRESHOLD"
     const float64_t PROXY_RTOL "FB_PROXY_RTOL"
