@@ -266,6 +266,251 @@ def _check_boost_inputs(X, Y, F0, algo_name, loss_name, n_iter, max_leaf_nodes, 
             raise _shape_error("Y_val", Y_val, f"({X_val.shape[0]}, {d}): X_val's rows and Y's outputs")
 
 
+cdef struct Loop:
+    # what one fit reads and writes while it runs without the GIL (set up by boost())
+    int algo
+    int loss
+    int pkind                     # projection family (rpo, relabel)
+    bint estate                   # logistic loss with the kept E = exp(2 y f) (not with Brent's search)
+    bint brent
+    bint presort
+    intp_t n, d
+    intp_t q                      # projected outputs (rpo: 1)
+    intp_t qz                     # split targets per sample
+    intp_t width                  # values per leaf
+    intp_t trees_per_stage
+    float64_t lr
+    const float32_t* X            # training inputs, element (i, f) at X[i * rs + f * cs]
+    intp_t rs, cs
+    float64_t* Yt                 # output-major (d, n): targets, scores, gradient, kept exp(2 y f)
+    float64_t* Ft
+    float64_t* Rt
+    float64_t* Et
+    float64_t* Z                  # split targets (n, qz), row-major
+    float64_t* L                  # leaf targets (n, width): Z, or the unprojected gradient (relabel)
+    intp_t* leaf                  # leaf of each training sample in the last tree
+    float64_t* gcol               # one output's tree prediction per sample
+    float64_t* phi                # projection (q, d)
+    intp_t* perm
+    float64_t* rho
+    WPair* work
+    float64_t* tab
+    uint64_t pstate               # projection generator
+    uint64_t tstate               # feature draws of the presorted builder
+    # validation set: scores updated every stage, per-output squared error recorded
+    intp_t nv, vrs, vcs
+    const float32_t* Xv
+    const float64_t* Yv           # (nv, d) row-major, as Fv
+    float64_t* Fv
+
+
+cdef intp_t _stage_targets(Loop* L, intp_t t) noexcept nogil:
+    """Negative gradient and the split / leaf targets of the t-th tree of a stage; returns the output the tree
+    predicts (st) or -1 (a tree for every output)."""
+    cdef intp_t n = L.n, d = L.d, q = L.q, i, j, k, out
+    cdef float64_t v
+    cdef float64_t* Yt = L.Yt
+    cdef float64_t* Ft = L.Ft
+    cdef float64_t* Rt = L.Rt
+    cdef float64_t* Et = L.Et
+    cdef float64_t* Zb = L.Z
+    cdef float64_t* Lb = L.L
+    if L.algo == ST:
+        out = t
+        if L.estate:
+            logistic_state_gradient(Yt + out * n, Et + out * n, Rt + out * n, n)
+        else:
+            column_gradient(L.loss, Yt + out * n, Ft + out * n, Rt + out * n, n)
+        memcpy(Zb, Rt + out * n, n * sizeof(float64_t))
+        return out
+    if L.algo == RPO and L.estate:
+        # no gradient is stored: the projected one is summed straight from E = exp(2 y f),
+        # and the line searches read E too (a sub-sampling projection touches one column)
+        _draw_projection(L.pkind, q, d, L.phi, L.perm, &L.pstate)
+        memset(Zb, 0, n * q * sizeof(float64_t))
+        for k in range(q):
+            for j in range(d):
+                v = L.phi[k * d + j]
+                if v != 0.0:
+                    project_gradient(Yt + j * n, Et + j * n, v, Zb + k, q, n)
+        return -1
+    for j in range(d):
+        if L.estate:
+            logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
+        else:
+            column_gradient(L.loss, Yt + j * n, Ft + j * n, Rt + j * n, n)
+    if L.algo == MORT:
+        for i in range(n):
+            for j in range(d):
+                Zb[i * d + j] = Rt[j * n + i]
+        return -1
+    _draw_projection(L.pkind, q, d, L.phi, L.perm, &L.pstate)
+    memset(Zb, 0, n * q * sizeof(float64_t))
+    for k in range(q):
+        for j in range(d):
+            v = L.phi[k * d + j]
+            if v != 0.0:
+                for i in range(n):
+                    Zb[i * q + k] += v * Rt[j * n + i]
+    if L.algo == RELABEL:
+        for i in range(n):
+            for j in range(d):
+                Lb[i * d + j] = Rt[j * n + i]
+    return -1
+
+
+cdef intp_t _grow_tree(Loop* L, Model* M, PresortBuilder pbuilder, TreeBuilder builder,
+                       intp_t out) except -1 nogil:
+    """Grow one tree on the split targets (the builder's stores are reset, its buffers kept), append it to the
+    model and set every training sample's leaf; returns the number of leaves."""
+    if L.presort:
+        pbuilder.build(L.Z, L.qz, L.L, L.width, L.leaf, &L.tstate)
+        _append_tree(M, pbuilder.nodes, pbuilder.node_count, pbuilder.leaf_values, pbuilder.n_leaves, out)
+        return pbuilder.n_leaves
+    builder.node_count = 0
+    builder.n_leaves = 0
+    builder.depth_seen = 0
+    builder._build_best_first()
+    _apply_builder(builder, L.X, L.rs, L.cs, L.n, L.leaf)
+    _append_tree(M, builder.nodes, builder.node_count, builder.leaf_dense, builder.n_leaves, out)
+    return builder.n_leaves
+
+
+cdef int _step_and_update(Loop* L, Model* M, intp_t out, intp_t nl) except -1 nogil:
+    """Line search per output on the last tree, its scaling by the learning rate and the update of the training
+    scores (and of the kept exp(2 y f))."""
+    cdef intp_t n = L.n, d = L.d, width = L.width, i, j, l
+    cdef float64_t lr = L.lr
+    cdef float64_t* Yt = L.Yt
+    cdef float64_t* Ft = L.Ft
+    cdef float64_t* Rt = L.Rt
+    cdef float64_t* Et = L.Et
+    cdef intp_t* leaf = L.leaf
+    cdef float64_t* gcol = L.gcol
+    cdef float64_t* rho = L.rho
+    cdef float64_t* V = M.values + M.leaf_ptr[M.n_trees - 1] * width
+    if L.algo == ST:
+        for i in range(n):
+            gcol[i] = V[leaf[i]]
+        if L.estate:
+            rho[0] = lr * line_search_logistic_leaves(Yt + out * n, leaf, V, 1, nl, n, Et + out * n, L.tab)
+        else:
+            rho[0] = lr * line_search_step(L.loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n, L.work,
+                                           L.brent)
+        for l in range(nl):
+            V[l] *= rho[0]
+        for i in range(n):
+            Ft[out * n + i] += V[leaf[i]]
+        if L.estate:
+            logistic_state_update(Yt + out * n, Et + out * n, leaf, V, 1, 1.0, nl, n, L.tab)
+    elif L.algo == RPO:
+        for i in range(n):
+            gcol[i] = V[leaf[i]]
+        grow_buffer(<void**> &M.coef, &M.coef_cap, M.n_trees * d, sizeof(float64_t))
+        for j in range(d):
+            if L.estate:
+                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V, 1, nl, n, Et + j * n, L.tab)
+            else:
+                rho[j] = lr * line_search_step(L.loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, L.work,
+                                               L.brent)
+            M.coef[(M.n_trees - 1) * d + j] = rho[j]
+            if rho[j] != 0.0:
+                for i in range(n):
+                    Ft[j * n + i] += rho[j] * gcol[i]
+                if L.estate:
+                    logistic_state_update(Yt + j * n, Et + j * n, leaf, V, 1, rho[j], nl, n, L.tab)
+    else:
+        for j in range(d):
+            for i in range(n):
+                gcol[i] = V[leaf[i] * d + j]
+            if L.estate:
+                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V + j, d, nl, n, Et + j * n, L.tab)
+            else:
+                rho[j] = lr * line_search_step(L.loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, L.work,
+                                               L.brent)
+            for l in range(nl):
+                V[l * d + j] *= rho[j]
+            for i in range(n):
+                Ft[j * n + i] += V[leaf[i] * d + j]
+            if L.estate:
+                logistic_state_update(Yt + j * n, Et + j * n, leaf, V + j, d, 1.0, nl, n, L.tab)
+    return 0
+
+
+cdef void _validate_stage(Loop* L, Model* M, float64_t* sse) noexcept nogil:
+    """Add the last stage's trees to the validation scores and the per-output squared errors to sse (d,)."""
+    cdef intp_t d = L.d, width = L.width, nv = L.nv, tt, i, j, node, nbase, row
+    cdef float64_t e
+    cdef float64_t* V
+    cdef float64_t* Fv = L.Fv
+    for tt in range(M.n_trees - L.trees_per_stage, M.n_trees):
+        nbase = M.node_ptr[tt]
+        V = M.values + M.leaf_ptr[tt] * width
+        for i in range(nv):
+            node = 0
+            while M.left[nbase + node] != TREE_LEAF:
+                if L.Xv[i * L.vrs + M.feature[nbase + node] * L.vcs] <= M.threshold[nbase + node]:
+                    node = M.left[nbase + node]
+                else:
+                    node = M.right[nbase + node]
+            row = M.leaf_index[nbase + node]
+            if L.algo == ST:
+                Fv[i * d + M.output[tt]] += V[row]
+            elif L.algo == RPO:
+                for j in range(d):
+                    Fv[i * d + j] += M.coef[tt * d + j] * V[row]
+            else:
+                for j in range(d):
+                    Fv[i * d + j] += V[row * d + j]
+    for i in range(nv):
+        for j in range(d):
+            e = L.Yv[i * d + j] - Fv[i * d + j]
+            sse[j] += e * e
+
+
+cdef float64_t _train_loss(Loop* L) noexcept nogil:
+    cdef float64_t s = 0.0
+    cdef intp_t j
+    for j in range(L.d):
+        s += column_loss(L.loss, L.Yt + j * L.n, L.Ft + j * L.n, L.n)
+    return s
+
+
+cdef int _run_stage(Loop* L, Model* M, PresortBuilder pbuilder, TreeBuilder builder,
+                    intp_t stage) except -1 nogil:
+    """One boosting stage: one tree (st: one per output, round-robin), each followed by its line search and the
+    update of the training scores."""
+    cdef intp_t j, t, out, nl
+    if L.estate and stage % ESTATE_REFRESH == 0:
+        # the kept exp(2 y f) is recomputed exactly every ESTATE_REFRESH stages so that rounding cannot drift
+        for j in range(L.d):
+            logistic_state_reset(L.Yt + j * L.n, L.Ft + j * L.n, L.Et + j * L.n, L.n)
+    for t in range(L.trees_per_stage):
+        out = _stage_targets(L, t)
+        nl = _grow_tree(L, M, pbuilder, builder, out)
+        _step_and_update(L, M, out, nl)
+    return 0
+
+
+cdef int _alloc_scratch(Loop* L, intp_t max_leaf_nodes) except -1:
+    """The per-fit scratch buffers of the loop (freed by _free_scratch, also after a failure)."""
+    L.leaf = <intp_t*> malloc(L.n * sizeof(intp_t))
+    L.gcol = <float64_t*> malloc(L.n * sizeof(float64_t))
+    L.phi = <float64_t*> malloc(max(L.q, 1) * L.d * sizeof(float64_t))
+    L.perm = <intp_t*> malloc(L.d * sizeof(intp_t))
+    L.rho = <float64_t*> malloc(L.d * sizeof(float64_t))
+    L.work = <WPair*> malloc((L.n + 1) * sizeof(WPair))
+    L.tab = <float64_t*> malloc((3 * max_leaf_nodes + 3) * sizeof(float64_t))
+    if (L.leaf == NULL or L.gcol == NULL or L.phi == NULL or L.perm == NULL or L.rho == NULL
+            or L.work == NULL or L.tab == NULL):
+        raise MemoryError()
+    return 0
+
+
+cdef void _free_scratch(Loop* L) noexcept nogil:
+    free(L.leaf); free(L.gcol); free(L.phi); free(L.perm); free(L.rho); free(L.work); free(L.tab)
+
+
 def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learning_rate,
           intp_t max_leaf_nodes, intp_t max_features, str projection, intp_t q,
           unsigned long long tree_seed, unsigned long long proj_seed, bint track_loss=False,
@@ -280,242 +525,90 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     cdef float64_t t_start = _now()
     _check_boost_inputs(X, Y, F0, algo_name, loss_name, n_iter, max_leaf_nodes, max_features, projection, q,
                         X_val, Y_val)
-    cdef int algo = ALGORITHMS[algo_name], loss = LOSSES[loss_name]
-    cdef int pkind = PROJECTIONS[projection] if algo in (RPO, RELABEL) else 0
-    cdef intp_t n = X.shape[0], p = X.shape[1], d = Y.shape[1], i, j, k, l, m, t
-    cdef intp_t n_stages = n_iter
-    cdef intp_t trees_per_stage = d if algo == ST else 1
-    cdef intp_t qz = 1 if algo in (ST, RPO) else (d if algo == MORT else q)
-    cdef intp_t width = d if algo in (MORT, RELABEL) else 1
-    if algo == RPO:
-        q = 1
+    cdef Loop L
+    memset(&L, 0, sizeof(Loop))
+    L.algo = ALGORITHMS[algo_name]
+    L.loss = LOSSES[loss_name]
+    L.pkind = PROJECTIONS[projection] if L.algo in (RPO, RELABEL) else 0
+    L.brent = brent
+    L.presort = presort
+    L.lr = learning_rate
+    # logistic loss: E = exp(2 y f) is kept and updated multiplicatively (one exp per leaf value)
+    L.estate = L.loss == LOGISTIC and not brent
+    cdef intp_t n = X.shape[0], p = X.shape[1], d = Y.shape[1], stage
+    L.n = n
+    L.d = d
+    L.trees_per_stage = d if L.algo == ST else 1
+    L.qz = 1 if L.algo in (ST, RPO) else (d if L.algo == MORT else q)
+    L.width = d if L.algo in (MORT, RELABEL) else 1
+    L.q = 1 if L.algo == RPO else q
     # output-major copies: column j of Y / F / R is contiguous over the samples
     Yt_arr = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)
     Ft_arr = np.empty((d, n), dtype=np.float64)
     Ft_arr[:] = np.asarray(F0, dtype=np.float64)[:, None]
     # gbrt-rpo with the kept exp(2 y f) stores no gradient column (its projection is summed straight from it)
-    Rt_arr = np.zeros((1 if algo == RPO and loss == LOGISTIC and not brent else d, n), dtype=np.float64)
-    Z_arr = np.zeros((n, qz), dtype=np.float64)                 # split targets, row-major (kernel layout)
-    if algo == RELABEL:
-        L_arr = np.zeros((n, d), dtype=np.float64)              # leaf targets: the unprojected gradient
-    else:
-        L_arr = Z_arr
-    cdef float64_t[:, ::1] Ytv = Yt_arr, Ftv = Ft_arr, Rtv = Rt_arr, Zv = Z_arr, Lv = L_arr
-    cdef float64_t* Yt = &Ytv[0, 0]
-    cdef float64_t* Ft = &Ftv[0, 0]
-    cdef float64_t* Rt = &Rtv[0, 0]
-    cdef float64_t* Zb = &Zv[0, 0]
-    cdef float64_t* Lb = &Lv[0, 0]
+    Rt_arr = np.zeros((1 if L.algo == RPO and L.estate else d, n), dtype=np.float64)
+    Z_arr = np.zeros((n, L.qz), dtype=np.float64)                 # split targets, row-major (kernel layout)
+    L_arr = np.zeros((n, d), dtype=np.float64) if L.algo == RELABEL else Z_arr
+    Et_arr = np.empty((d if L.estate else 0, n), dtype=np.float64)
+    cdef float64_t[:, ::1] Ytv = Yt_arr, Ftv = Ft_arr, Rtv = Rt_arr, Zv = Z_arr, Lv = L_arr, Etv = Et_arr
+    L.Yt = &Ytv[0, 0]
+    L.Ft = &Ftv[0, 0]
+    L.Rt = &Rtv[0, 0]
+    L.Z = &Zv[0, 0]
+    L.L = &Lv[0, 0]
+    L.Et = &Etv[0, 0] if L.estate and n * d > 0 else NULL
     cdef const float32_t[:, :] Xv = X
-    cdef const float32_t* Xp = &Xv[0, 0]
-    cdef intp_t rs = X.strides[0] // 4, cs = X.strides[1] // 4
+    L.X = &Xv[0, 0]
+    L.rs = X.strides[0] // 4
+    L.cs = X.strides[1] // 4
 
-    criterion = DenseCriterion(qz, Z_arr)
-    leaf_targets = LeafTargets(width, L_arr)
+    criterion = DenseCriterion(L.qz, Z_arr)
+    leaf_targets = LeafTargets(L.width, L_arr)
     partitioner = DensePartitioner(X)
     splitter = Splitter(criterion, partitioner, leaf_targets, np.arange(n, dtype=np.intp), None,
                         p, max_features, 1, 0.0, False, tree_seed, False)
-    cdef TreeBuilder builder = TreeBuilder(splitter, width, False, n + 1, 2, 1, 0.0, 0.0, max_leaf_nodes, 0.0)
+    cdef TreeBuilder builder = TreeBuilder(splitter, L.width, False, n + 1, 2, 1, 0.0, 0.0, max_leaf_nodes, 0.0)
     cdef PresortBuilder pbuilder = PresortBuilder(X, max_leaf_nodes, max_features) if presort else None
-    cdef uint64_t tstate = seed_state(tree_seed)
+    L.tstate = seed_state(tree_seed)
+    L.pstate = proj_seed if proj_seed != 0 else 88172645463325252ULL
 
-    cdef bint has_val = X_val is not None
-    cdef intp_t nv = X_val.shape[0] if has_val else 0, tt, row, node, nbase
-    Fv_arr = np.empty((nv, d), dtype=np.float64)
+    L.nv = X_val.shape[0] if X_val is not None else 0
+    Fv_arr = np.empty((L.nv, d), dtype=np.float64)
     Fv_arr[:] = np.asarray(F0, dtype=np.float64)[None, :]
-    Yv_arr = np.ascontiguousarray(Y_val, dtype=np.float64) if has_val else np.zeros((0, d))
-    Xv_arr = np.asarray(X_val, dtype=np.float32) if has_val else np.zeros((0, p), dtype=np.float32)
-    val_sse_arr = np.zeros((n_stages if has_val else 0, d), dtype=np.float64)
+    Yv_arr = np.ascontiguousarray(Y_val, dtype=np.float64) if X_val is not None else np.zeros((0, d))
+    Xv_arr = np.asarray(X_val, dtype=np.float32) if X_val is not None else np.zeros((0, p), dtype=np.float32)
+    val_sse_arr = np.zeros((n_iter if X_val is not None else 0, d), dtype=np.float64)
     cdef float64_t[:, ::1] Fvv = Fv_arr, Yvv = Yv_arr, val_sse = val_sse_arr
     cdef const float32_t[:, :] Xvv = Xv_arr
-    cdef intp_t vrs = Xv_arr.strides[0] // 4, vcs = Xv_arr.strides[1] // 4
-    cdef const float32_t* Xvp = &Xvv[0, 0] if nv > 0 else NULL
-    cdef float64_t e
-    stage_seconds_arr = np.zeros(n_stages, dtype=np.float64)
-    train_loss_arr = np.full(n_stages + 1, np.nan, dtype=np.float64)
+    L.vrs = Xv_arr.strides[0] // 4
+    L.vcs = Xv_arr.strides[1] // 4
+    L.Xv = &Xvv[0, 0] if L.nv > 0 else NULL
+    L.Fv = &Fvv[0, 0] if L.nv > 0 else NULL
+    L.Yv = &Yvv[0, 0] if L.nv > 0 else NULL
+    stage_seconds_arr = np.zeros(n_iter, dtype=np.float64)
+    train_loss_arr = np.full(n_iter + 1, np.nan, dtype=np.float64)
     cdef float64_t[::1] stage_seconds = stage_seconds_arr, train_loss = train_loss_arr
 
     cdef Model M
     memset(&M, 0, sizeof(Model))
-    M.width = width
+    M.width = L.width
     M.d = d
-    cdef intp_t* leaf = <intp_t*> malloc(n * sizeof(intp_t))
-    cdef float64_t* gcol = <float64_t*> malloc(n * sizeof(float64_t))
-    cdef float64_t* phi = <float64_t*> malloc(max(q, 1) * d * sizeof(float64_t))
-    cdef intp_t* perm = <intp_t*> malloc(d * sizeof(intp_t))
-    cdef float64_t* rho = <float64_t*> malloc(d * sizeof(float64_t))
-    cdef WPair* work = <WPair*> malloc((n + 1) * sizeof(WPair))
-    cdef float64_t* ebuf = <float64_t*> malloc((n + 1) * sizeof(float64_t))
-    # logistic loss: E = exp(2 y f) is kept and updated multiplicatively (one exp per leaf value), and recomputed
-    # exactly every ESTATE_REFRESH stages so that rounding cannot drift
-    cdef bint estate = loss == LOGISTIC and not brent
-    Et_arr = np.empty((d if estate else 0, n), dtype=np.float64)
-    cdef float64_t[:, ::1] Etv = Et_arr
-    cdef float64_t* Et = &Etv[0, 0] if estate and n * d > 0 else NULL
-    cdef float64_t* tab = <float64_t*> malloc((3 * max_leaf_nodes + 3) * sizeof(float64_t))
-    cdef uint64_t pstate = proj_seed if proj_seed != 0 else 88172645463325252ULL
-    cdef float64_t t0, v, s, scale, lr = learning_rate
-    cdef intp_t stage, nl, lb, out
-    cdef float64_t* V
-    if (leaf == NULL or gcol == NULL or phi == NULL or perm == NULL or rho == NULL or work == NULL
-            or ebuf == NULL or tab == NULL):
-        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab)
-        raise MemoryError()
     try:
+        _alloc_scratch(&L, max_leaf_nodes)
         with nogil:
             if track_loss:
-                s = 0.0
-                for j in range(d):
-                    s += column_loss(loss, Yt + j * n, Ft + j * n, n)
-                train_loss[0] = s
-            t0 = t_start
-            for stage in range(n_stages):
-                if estate and stage % ESTATE_REFRESH == 0:
-                    for j in range(d):
-                        logistic_state_reset(Yt + j * n, Ft + j * n, Et + j * n, n)
-                for t in range(trees_per_stage):
-                    # 1. negative gradient and split / leaf targets
-                    if algo == ST:
-                        out = t
-                        if estate:
-                            logistic_state_gradient(Yt + out * n, Et + out * n, Rt + out * n, n)
-                        else:
-                            column_gradient(loss, Yt + out * n, Ft + out * n, Rt + out * n, n)
-                        memcpy(Zb, Rt + out * n, n * sizeof(float64_t))
-                    else:
-                        out = -1
-                        if algo == RPO and estate:
-                            # no gradient is stored: the projected one is summed straight from E = exp(2 y f),
-                            # and the line searches read E too (a sub-sampling projection touches one column)
-                            _draw_projection(pkind, q, d, phi, perm, &pstate)
-                            memset(Zb, 0, n * q * sizeof(float64_t))
-                            for k in range(q):
-                                for j in range(d):
-                                    v = phi[k * d + j]
-                                    if v != 0.0:
-                                        project_gradient(Yt + j * n, Et + j * n, v, Zb + k, q, n)
-                        else:
-                            for j in range(d):
-                                if estate:
-                                    logistic_state_gradient(Yt + j * n, Et + j * n, Rt + j * n, n)
-                                else:
-                                    column_gradient(loss, Yt + j * n, Ft + j * n, Rt + j * n, n)
-                        if algo == MORT:
-                            for i in range(n):
-                                for j in range(d):
-                                    Zb[i * d + j] = Rt[j * n + i]
-                        elif not (algo == RPO and estate):
-                            _draw_projection(pkind, q, d, phi, perm, &pstate)
-                            memset(Zb, 0, n * q * sizeof(float64_t))
-                            for k in range(q):
-                                for j in range(d):
-                                    v = phi[k * d + j]
-                                    if v != 0.0:
-                                        for i in range(n):
-                                            Zb[i * q + k] += v * Rt[j * n + i]
-                            if algo == RELABEL:
-                                for i in range(n):
-                                    for j in range(d):
-                                        Lb[i * d + j] = Rt[j * n + i]
-                    # 2. grow the tree (the builder's stores are reset, its buffers kept)
-                    if presort:
-                        pbuilder.build(Zb, qz, Lb, width, leaf, &tstate)
-                        _append_tree(&M, pbuilder.nodes, pbuilder.node_count, pbuilder.leaf_values,
-                                     pbuilder.n_leaves, out)
-                        nl = pbuilder.n_leaves
-                    else:
-                        builder.node_count = 0
-                        builder.n_leaves = 0
-                        builder.depth_seen = 0
-                        builder._build_best_first()
-                        _apply_builder(builder, Xp, rs, cs, n, leaf)
-                        _append_tree(&M, builder.nodes, builder.node_count, builder.leaf_dense,
-                                     builder.n_leaves, out)
-                        nl = builder.n_leaves
-                    lb = M.leaf_ptr[M.n_trees - 1]
-                    V = M.values + lb * width
-                    # 3. line search per output, scaling and update of the training scores
-                    if algo == ST:
-                        for i in range(n):
-                            gcol[i] = V[leaf[i]]
-                        if estate:
-                            rho[0] = lr * line_search_logistic_leaves(Yt + out * n, leaf, V, 1, nl, n,
-                                                                       Et + out * n, tab)
-                        else:
-                            rho[0] = lr * line_search_step(loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n,
-                                                       work, brent)
-                        for l in range(nl):
-                            V[l] *= rho[0]
-                        for i in range(n):
-                            Ft[out * n + i] += V[leaf[i]]
-                        if estate:
-                            logistic_state_update(Yt + out * n, Et + out * n, leaf, V, 1, 1.0, nl, n, tab)
-                    elif algo == RPO:
-                        for i in range(n):
-                            gcol[i] = V[leaf[i]]
-                        grow_buffer(<void**> &M.coef, &M.coef_cap, M.n_trees * d, sizeof(float64_t))
-                        for j in range(d):
-                            if estate:
-                                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V, 1, nl, n,
-                                                                           Et + j * n, tab)
-                            else:
-                                rho[j] = lr * line_search_step(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
-                                                           work, brent)
-                            M.coef[(M.n_trees - 1) * d + j] = rho[j]
-                            if rho[j] != 0.0:
-                                for i in range(n):
-                                    Ft[j * n + i] += rho[j] * gcol[i]
-                                if estate:
-                                    logistic_state_update(Yt + j * n, Et + j * n, leaf, V, 1, rho[j], nl, n, tab)
-                    else:
-                        for j in range(d):
-                            for i in range(n):
-                                gcol[i] = V[leaf[i] * d + j]
-                            if estate:
-                                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V + j, d, nl, n,
-                                                                           Et + j * n, tab)
-                            else:
-                                rho[j] = lr * line_search_step(loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n,
-                                                           work, brent)
-                            for l in range(nl):
-                                V[l * d + j] *= rho[j]
-                            for i in range(n):
-                                Ft[j * n + i] += V[leaf[i] * d + j]
-                            if estate:
-                                logistic_state_update(Yt + j * n, Et + j * n, leaf, V + j, d, 1.0, nl, n, tab)
-                if has_val and nv > 0:
-                    for tt in range(M.n_trees - trees_per_stage, M.n_trees):
-                        nbase = M.node_ptr[tt]
-                        V = M.values + M.leaf_ptr[tt] * width
-                        for i in range(nv):
-                            node = 0
-                            while M.left[nbase + node] != TREE_LEAF:
-                                if Xvp[i * vrs + M.feature[nbase + node] * vcs] <= M.threshold[nbase + node]:
-                                    node = M.left[nbase + node]
-                                else:
-                                    node = M.right[nbase + node]
-                            row = M.leaf_index[nbase + node]
-                            if algo == ST:
-                                Fvv[i, M.output[tt]] += V[row]
-                            elif algo == RPO:
-                                for j in range(d):
-                                    Fvv[i, j] += M.coef[tt * d + j] * V[row]
-                            else:
-                                for j in range(d):
-                                    Fvv[i, j] += V[row * d + j]
-                    for i in range(nv):
-                        for j in range(d):
-                            e = Yvv[i, j] - Fvv[i, j]
-                            val_sse[stage, j] += e * e
-                stage_seconds[stage] = _now() - t0
+                train_loss[0] = _train_loss(&L)
+            for stage in range(n_iter):
+                _run_stage(&L, &M, pbuilder, builder, stage)
+                if L.nv > 0:
+                    _validate_stage(&L, &M, &val_sse[stage, 0])
+                stage_seconds[stage] = _now() - t_start
                 if track_loss:
-                    s = 0.0
-                    for j in range(d):
-                        s += column_loss(loss, Yt + j * n, Ft + j * n, n)
-                    train_loss[stage + 1] = s
-        out_dict = _export(&M, algo)
+                    train_loss[stage + 1] = _train_loss(&L)
+        out_dict = _export(&M, L.algo)
     finally:
-        free(leaf); free(gcol); free(phi); free(perm); free(rho); free(work); free(ebuf); free(tab)
+        _free_scratch(&L)
         _free_model(&M)
     out_dict["stage_seconds"] = stage_seconds_arr
     out_dict["train_loss"] = train_loss_arr
