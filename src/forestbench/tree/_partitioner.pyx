@@ -23,9 +23,7 @@ from libc.math cimport log
 import numpy as np
 import scipy.sparse as sp
 
-from forestbench.tree._utils cimport sort_values
-
-cdef float32_t FEATURE_THRESHOLD = 1e-7
+from forestbench.tree._utils cimport sort_values, same_value
 
 
 cdef class Partitioner:
@@ -103,7 +101,7 @@ cdef class DensePartitioner(Partitioner):
     cdef void next_p(self, intp_t* p_prev, intp_t* p) noexcept nogil:
         cdef intp_t q = p[0], end = self.end
         cdef const float32_t* Xf = self.Xf
-        while q + 1 < end and Xf[q + 1] <= Xf[q] + FEATURE_THRESHOLD:
+        while q + 1 < end and same_value(Xf[q + 1], Xf[q]):
             q += 1
         p_prev[0] = q
         p[0] = q + 1
@@ -363,7 +361,7 @@ cdef class SparsePartitioner(Partitioner):
     cdef void next_p(self, intp_t* p_prev, intp_t* p) noexcept nogil:
         cdef intp_t q = p[0]
         cdef intp_t q_next = q + 1 if q + 1 != self.end_negative else self.start_positive
-        while q_next < self.end and self.Xf[q_next] <= self.Xf[q] + FEATURE_THRESHOLD:
+        while q_next < self.end and same_value(self.Xf[q_next], self.Xf[q]):
             q = q_next
             q_next = q + 1 if q + 1 != self.end_negative else self.start_positive
         p_prev[0] = q

@@ -39,17 +39,16 @@ from libc.stdint cimport uint64_t
 
 import numpy as np
 
-from forestbench.tree._utils cimport rand_int, rand_uniform, seed_state
+from forestbench.tree._utils cimport rand_int, rand_uniform, seed_state, beats, same_value, midpoint_threshold
 from forestbench.tree._criterion cimport DenseCriterion
 from forestbench.tree._partitioner cimport DensePartitioner, SparsePartitioner
 
-cdef float32_t FEATURE_THRESHOLD = 1e-7
-# A candidate replaces the current best only if its proxy is larger by this
-# relative margin. Rounding-level differences (sums accumulated in another
-# sample order, as happens between dense and CSC inputs or between weights and
-# duplicated rows) then cannot break exact ties: the first candidate visited
-# wins, and the visiting order does not depend on the input layout.
-cdef float64_t PROXY_RTOL = 1e-10
+# A candidate replaces the current best only if its proxy is larger by the
+# relative margin PROXY_RTOL (``beats``, tree/_utils.pxd). Rounding-level
+# differences (sums accumulated in another sample order, as happens between
+# dense and CSC inputs or between weights and duplicated rows) then cannot
+# break exact ties: the first candidate visited wins, and the visiting order
+# does not depend on the input layout.
 
 
 cdef inline float64_t _masked(uint64_t bits, uint64_t keep) noexcept nogil:
@@ -161,7 +160,7 @@ cdef class Splitter:
             return 1
         if not self.random_split:
             self.partitioner.sort_feature(feature)
-            if Xf[end - 1] <= Xf[start] + FEATURE_THRESHOLD:
+            if same_value(Xf[end - 1], Xf[start]):
                 return 1
             if self.sweep_1d:
                 if self.sparse_input:
@@ -182,17 +181,14 @@ cdef class Splitter:
                 if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
                     continue
                 proxy = self.criterion.proxy_impurity_improvement()
-                if best.pos == end or proxy > best.proxy + PROXY_RTOL * fabs(best.proxy):
+                if best.pos == end or beats(proxy, best.proxy):
                     best.proxy = proxy
                     best.pos = p
                     best.feature = feature
-                    threshold = Xf[p_prev] / 2.0 + Xf[p] / 2.0
-                    if threshold == Xf[p] or threshold == INFINITY or threshold == -INFINITY:
-                        threshold = Xf[p_prev]
-                    best.threshold = threshold
+                    best.threshold = midpoint_threshold(Xf[p_prev], Xf[p])
             return 0
         self.partitioner.find_min_max(feature, &min_value, &max_value)
-        if max_value <= min_value + FEATURE_THRESHOLD:
+        if same_value(max_value, min_value):
             return 1
         threshold = rand_uniform(min_value, max_value, &self.rng_state)
         if threshold == max_value:
@@ -214,7 +210,7 @@ cdef class Splitter:
         if self.criterion.weighted_n_left < mwl or self.criterion.weighted_n_right < mwl:
             return 0
         proxy = self.criterion.proxy_impurity_improvement()
-        if best.pos == end or proxy > best.proxy + PROXY_RTOL * fabs(best.proxy):
+        if best.pos == end or beats(proxy, best.proxy):
             best.proxy = proxy
             best.pos = pos
             best.feature = feature
@@ -240,7 +236,7 @@ cdef class Splitter:
         cdef float64_t mwl = self.min_weight_leaf
         cdef float64_t W = self.criterion.weighted_n_node_samples
         cdef float64_t total = self.criterion.sum_total[0]
-        cdef float64_t acc = 0.0, wl = 0.0, w = 1.0, wr, sr, proxy, threshold
+        cdef float64_t acc = 0.0, wl = 0.0, w = 1.0, wr, sr, proxy
         cdef float64_t best_proxy = best.proxy
         cdef intp_t best_pos = best.pos
         cdef intp_t pos = start, p = start, q, q_next, k, i
@@ -250,7 +246,7 @@ cdef class Splitter:
             q_next = q + 1
             if q_next == jump_from:
                 q_next = jump_to
-            while q_next < end and Xf[q_next] <= Xf[q] + FEATURE_THRESHOLD:
+            while q_next < end and same_value(Xf[q_next], Xf[q]):
                 q = q_next
                 q_next = q + 1
                 if q_next == jump_from:
@@ -291,14 +287,11 @@ cdef class Splitter:
                 continue
             sr = total - acc
             proxy = (acc * acc) / wl + (sr * sr) / wr
-            if best_pos == end or proxy > best_proxy + PROXY_RTOL * fabs(best_proxy):
+            if best_pos == end or beats(proxy, best_proxy):
                 best_proxy = proxy
                 best_pos = p
                 best.feature = feature
-                threshold = Xf[q] / 2.0 + Xf[p] / 2.0
-                if threshold == Xf[p] or threshold == INFINITY or threshold == -INFINITY:
-                    threshold = Xf[q]
-                best.threshold = threshold
+                best.threshold = midpoint_threshold(Xf[q], Xf[p])
         best.proxy = best_proxy
         best.pos = best_pos
 

@@ -17,29 +17,9 @@ from libc.stdint cimport uint64_t
 import numpy as np
 import scipy.sparse as sp
 
-from forestbench.tree._utils cimport float32_t
+from forestbench.tree._utils cimport float32_t, EPSILON, TREE_LEAF, TREE_UNDEFINED, grow_buffer
 from forestbench.tree._criterion cimport Criterion, DenseCriterion, SparseCriterion, LeafTargets
 from forestbench.tree._partitioner cimport Partitioner, DensePartitioner, SparsePartitioner
-
-cdef float64_t EPSILON = np.finfo(np.float64).eps
-cdef intp_t TREE_LEAF = -1
-cdef intp_t TREE_UNDEFINED = -2
-
-
-cdef int _grow(void** ptr, intp_t* capacity, intp_t needed, size_t item_size) except -1 nogil:
-    cdef intp_t new_cap = capacity[0] if capacity[0] > 0 else 16
-    cdef void* new_ptr
-    if needed <= capacity[0]:
-        return 0
-    while new_cap < needed:
-        new_cap *= 2
-    new_ptr = realloc(ptr[0], new_cap * item_size)
-    if new_ptr == NULL:
-        with gil:
-            raise MemoryError("tree builder could not grow a buffer")
-    ptr[0] = new_ptr
-    capacity[0] = new_cap
-    return 0
 
 
 cdef class TreeBuilder:
@@ -85,7 +65,7 @@ cdef class TreeBuilder:
                           float64_t weighted_n_node_samples) except -1 nogil:
         cdef intp_t node_id = self.node_count
         cdef Node* node
-        _grow(<void**> &self.nodes, &self.node_capacity, node_id + 1, sizeof(Node))
+        grow_buffer(<void**> &self.nodes, &self.node_capacity, node_id + 1, sizeof(Node))
         node = &self.nodes[node_id]
         node.impurity = impurity
         node.n_node_samples = n_node_samples
@@ -113,17 +93,17 @@ cdef class TreeBuilder:
         self.splitter.node_leaf_mean(start, end)
         self.nodes[node_id].leaf_index = self.n_leaves
         if not self.sparse_leaves:
-            _grow(<void**> &self.leaf_dense, &self.leaf_dense_capacity,
-                  (self.n_leaves + 1) * d, sizeof(float64_t))
+            grow_buffer(<void**> &self.leaf_dense, &self.leaf_dense_capacity,
+                        (self.n_leaves + 1) * d, sizeof(float64_t))
             memcpy(self.leaf_dense + self.n_leaves * d, self.splitter.leaf_targets.acc, d * sizeof(float64_t))
         else:
-            _grow(<void**> &self.leaf_indptr, &self.leaf_indptr_capacity,
-                  self.n_leaves + 2, sizeof(intp_t))
+            grow_buffer(<void**> &self.leaf_indptr, &self.leaf_indptr_capacity,
+                        self.n_leaves + 2, sizeof(intp_t))
             if self.n_leaves == 0:
                 self.leaf_indptr[0] = 0
             nnz = self.leaf_indptr[self.n_leaves]
-            _grow(<void**> &self.leaf_indices, &self.leaf_nnz_capacity, nnz + self.splitter.leaf_targets.n_touched + 1,
-                  sizeof(int32_t))
+            grow_buffer(<void**> &self.leaf_indices, &self.leaf_nnz_capacity,
+                        nnz + self.splitter.leaf_targets.n_touched + 1, sizeof(int32_t))
             # leaf_data shares the capacity of leaf_indices
             self.leaf_data = <float64_t*> realloc(self.leaf_data,
                                                   self.leaf_nnz_capacity * sizeof(float64_t))
@@ -150,7 +130,7 @@ cdef class TreeBuilder:
         cdef float64_t weighted_n_node_samples, impurity
         cdef bint is_leaf, first = 1
         try:
-            _grow(<void**> &stack, &stack_capacity, 1, sizeof(StackRecord))
+            grow_buffer(<void**> &stack, &stack_capacity, 1, sizeof(StackRecord))
             stack[0].start = 0
             stack[0].end = self.n_samples
             stack[0].depth = 0
@@ -189,7 +169,7 @@ cdef class TreeBuilder:
                 if is_leaf:
                     self._make_leaf(node_id, rec.start, rec.end)
                 else:
-                    _grow(<void**> &stack, &stack_capacity, stack_n + 2, sizeof(StackRecord))
+                    grow_buffer(<void**> &stack, &stack_capacity, stack_n + 2, sizeof(StackRecord))
                     # right pushed first so that the left subtree is grown first
                     stack[stack_n].start = split.pos
                     stack[stack_n].end = rec.end
@@ -261,7 +241,7 @@ cdef class TreeBuilder:
         cdef intp_t max_split_nodes = self.max_leaf_nodes - 1
         cdef Node* node
         try:
-            _grow(<void**> &heap, &heap_capacity, 1, sizeof(FrontierRecord))
+            grow_buffer(<void**> &heap, &heap_capacity, 1, sizeof(FrontierRecord))
             self._add_split_node(0, self.n_samples, 1, 0, TREE_UNDEFINED, 0, INFINITY, &child)
             _heap_push(heap, &heap_n, &child)
             while heap_n > 0:
@@ -277,7 +257,7 @@ cdef class TreeBuilder:
                     self._make_leaf(rec.node_id, rec.start, rec.end)
                 else:
                     max_split_nodes -= 1
-                    _grow(<void**> &heap, &heap_capacity, heap_n + 2, sizeof(FrontierRecord))
+                    grow_buffer(<void**> &heap, &heap_capacity, heap_n + 2, sizeof(FrontierRecord))
                     self._add_split_node(rec.start, rec.pos, 0, 1, rec.node_id, rec.depth + 1,
                                          rec.impurity_left, &child)
                     _heap_push(heap, &heap_n, &child)

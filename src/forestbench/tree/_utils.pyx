@@ -10,7 +10,7 @@ three-way (less / equal / greater) partition, so runs of equal feature values
 deeper than 2*log2(n) falls back to heapsort and short ranges use insertion
 sort.
 """
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset, memcpy
 from libc.stdint cimport uint32_t
 
@@ -238,3 +238,21 @@ cdef void sort_values(float32_t* values, intp_t* samples, intp_t n) noexcept nog
         m >>= 1
         depth += 1
     _introsort(values, samples, n, 2 * depth)
+
+
+cdef int grow_buffer(void** ptr, intp_t* capacity, intp_t needed, size_t item_size) except -1 nogil:
+    """Make the malloc'ed buffer at ``ptr`` hold at least ``needed`` items of ``item_size`` bytes: its capacity
+    (in items) doubles from 16 until it does, the contents are kept. MemoryError if the allocation fails."""
+    cdef intp_t new_cap = capacity[0] if capacity[0] > 0 else 16
+    cdef void* new_ptr
+    if needed <= capacity[0]:
+        return 0
+    while new_cap < needed:
+        new_cap *= 2
+    new_ptr = realloc(ptr[0], new_cap * item_size)
+    if new_ptr == NULL:
+        with gil:
+            raise MemoryError(f"could not grow a buffer to {new_cap} items of {item_size} bytes")
+    ptr[0] = new_ptr
+    capacity[0] = new_cap
+    return 0
