@@ -7,34 +7,6 @@
 # SLURM profile the Snakemake process on the login node runs them itself and submits only what comes after.
 
 
-def local_source_of(wildcards):
-    """For a dataset supplied by local_path: data/registry/<dataset>.local.json, the sha256 of its local files,
-    rewritten only when their content changes, so that an edited local file reruns its fetch and everything built
-    from it. Built once, by the Snakemake process: a local file that differs from the sha256 recorded in the lock
-    file stops the run here, before any job, with the command that accepts it."""
-    entry = PLAN.registry.get(wildcards.dataset)
-    if entry is None or not entry.get("local_path") or entry["source"]["kind"] != "download":
-        return []
-    path = os.path.join("data", "registry", f"{wildcards.dataset}.local.json")
-    if not _MAIN:
-        return [path]
-    if wildcards.dataset not in _LOCAL_SIGNATURES:
-        from forestbench.datasets.download import ShaLock, local_signature
-        from forestbench.errors import ForestbenchError
-
-        try:
-            _LOCAL_SIGNATURES[wildcards.dataset] = str(
-                local_signature(wildcards.dataset, entry, ShaLock(), registry=_REGISTRY_PATH)
-            )
-        except ForestbenchError as exc:
-            raise WorkflowError(str(exc))
-    return [_LOCAL_SIGNATURES[wildcards.dataset]]
-
-
-_LOCAL_SIGNATURES = {}
-_REGISTRY_PATH = config.get("datasets_registry", "config/datasets.yaml")
-
-
 rule fetch:
     input:
         local_source_of,
