@@ -1,11 +1,22 @@
-"""Deep tree-ensembles (DTE paper): where a layer's fit time goes, and how the embedding PCA scales with trees.
+"""Deep tree-ensembles (DTE paper): what a cascade costs beside its forests, and how the embedding PCA scales.
 
-Two measurements on yeast (river's copy of Mulan yeast, 2417 x 103, 14 labels; the first ``--rows`` rows):
+1. **Cascade profile** (``--profile``, the default), in one run on a multi-label and a multi-target problem: yeast
+   (river's copy of Mulan yeast, 2417 x 103, 14 labels; the first ``--rows`` rows) and sf2 (1066 x 10, 3 targets).
+   ``DeepTreeEnsemble(variant="X_OS_TE")`` (every stage: embedding forests, paths, PCA, output-space CV, prediction
+   forests) with ``--trees`` trees per forest, ``--layers`` layers, one PCA size ``--fraction``, one thread. Every
+   forest the cascade grows is recorded with its exact inputs (rows, features, targets, seed); then, interleaved
+   with the cascade over ``--repeats`` repeats,
 
-1. **Layer time split.** ``DeepTreeEnsemble(variant="X_OS_TE")`` with ``--trees`` trees per forest and
-   ``--layers`` layers; per layer the wall seconds of the embedding forests, the decision-path extraction, the PCA,
-   the output-space inner CV and the prediction forests, plus the process's peak resident memory.
-2. **PCA scaling.** One embedding RF with ``t`` and with ``10 t`` trees on half of the rows; the node-indicator
+   - each recorded forest is grown alone again (same inputs, same seed): the cascade's fit time over the summed
+     fit time of its forests (goal <= 1.25) measures what the cascade adds (paths, PCA, feature assembly, copies,
+     out-of-fold predictions, scoring);
+   - scikit-learn's ``RandomForestRegressor`` / ``ExtraTreesRegressor`` at equal settings (trees, ``max_features``,
+     bootstrap for RF only, fully grown, one thread) is grown on the same inputs: our summed forest time over
+     scikit-learn's (goal <= 0.5), overall and per forest kind;
+   - the PCA share of the cascade's fit time (goal < 10 %).
+
+   Ratios are taken within a repeat and the medians over repeats are reported (the machine may be loaded).
+2. **PCA scaling** (``--scaling``). One embedding RF with ``t`` and with ``10 t`` trees on half of the rows; the node-indicator
    extraction and the PCA (:class:`TreeEmbedding.fit_transform`) of all rows are timed, interleaved over
    ``--repeats`` repeats; the ratio (10 t) / t of the PCA time is reported as the median over repeats. The PCA works
    on the rows x rows Gram matrix, so its cost grows with the rows (eigen-solver) and with the non-zeros
@@ -14,7 +25,8 @@ Two measurements on yeast (river's copy of Mulan yeast, 2417 x 103, 14 labels; t
 The nearest maintained deep-forest package (DF21, ``deep-forest`` on PyPI) publishes no wheel installable here, so
 the comparison with it is not run.
 
-Usage: python benchmarks/bench_deep.py [--rows 2417] [--trees 150] [--layers 2] [--repeats 3] [--out FILE.json]
+Usage: python benchmarks/bench_deep.py [--rows 1600] [--trees 50] [--layers 3] [--repeats 3] [--out FILE.json]
+       python benchmarks/bench_deep.py --scaling [--rows 2417] [--trees 150] [--repeats 3]
        python benchmarks/bench_deep.py --quick      # small sizes, under a minute
 """
 from __future__ import annotations
@@ -29,8 +41,9 @@ import time
 import numpy as np
 
 from forestbench._io import write_json
-from forestbench.datasets.embedded import river_yeast
+from forestbench.datasets.embedded import river_sf2, river_yeast
 from forestbench.ensemble import RandomForestRegressor
+from forestbench.ensemble import _deep
 from forestbench.ensemble._deep import DeepTreeEnsemble
 from forestbench.ensemble._embedding import TreeEmbedding, forest_node_indicator
 
@@ -39,14 +52,125 @@ def peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def layer_split(X, Y, trees, layers, fraction):
-    model = DeepTreeEnsemble("X_OS_TE", n_estimators=trees, max_layers=layers, pca_fractions=[fraction],
-                             keep_all_layers=True, random_state=0)
-    t0 = time.perf_counter()
-    model.fit(X, Y)
-    total = time.perf_counter() - t0
-    return {"fit_wall_s": total, "per_layer": model.fit_time_split_, "layer_scores": list(model.layer_scores_),
-            "peak_rss_mb": peak_mb()}
+STAGES = ("embedding_forests", "path_extraction", "pca", "os_cv", "prediction_forests", "scoring")
+_STREAM_STAGE = {_deep._PRED_RF: "prediction", _deep._PRED_ET: "prediction", _deep._EMB_RF: "embedding",
+                 _deep._EMB_ET: "embedding"}
+
+
+class _Recorder:
+    """Wraps the cascade's forest factory; remembers (stage, kind, trees, max_features, seed, X, Y) of every fit."""
+
+    def __init__(self):
+        self.fits = []
+
+    def __enter__(self):
+        self._orig = _deep._forest
+        fits = self.fits
+
+        def factory(kind, n_estimators, max_features, seed, n_jobs):
+            forest = self._orig(kind, n_estimators, max_features, seed, n_jobs)
+            fit = forest.fit
+            stage = _STREAM_STAGE.get(seed.spawn_key[-1], "os_cv")
+
+            def recorded_fit(X, y):
+                fits.append({"stage": stage, "kind": kind, "trees": n_estimators, "max_features": max_features,
+                             "seed": np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key),
+                             "X": np.array(X), "Y": np.array(y)})
+                return fit(X, y)
+
+            forest.fit = recorded_fit
+            return forest
+
+        _deep._forest = factory
+        return self
+
+    def __exit__(self, *exc):
+        _deep._forest = self._orig
+
+
+def _ours(rec):
+    return _deep._forest(rec["kind"], rec["trees"], rec["max_features"], rec["seed"], 1)
+
+
+def _sklearn(rec):
+    from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
+
+    cls = RandomForestRegressor if rec["kind"] == "rf" else ExtraTreesRegressor
+    return cls(n_estimators=rec["trees"], max_features=rec["max_features"], bootstrap=rec["kind"] == "rf",
+               n_jobs=1, random_state=0)
+
+
+def _timed_fits(fits, make):
+    out = []
+    for rec in fits:
+        model = make(rec)
+        t0 = time.perf_counter()
+        model.fit(rec["X"], rec["Y"])
+        out.append(time.perf_counter() - t0)
+        del model
+    return out
+
+
+def _cascade(X, Y, trees, layers, fraction):
+    return DeepTreeEnsemble("X_OS_TE", n_estimators=trees, max_layers=layers, pca_fractions=[fraction],
+                            keep_all_layers=True, n_jobs=1, random_state=0)
+
+
+def cascade_profile(problems, trees, layers, fraction, repeats):
+    """Interleaved over the repeats: per problem the cascade, its forests alone (ours) and scikit-learn's."""
+    fits = {}
+    for name, (X, Y) in problems.items():   # record the forests (and warm up)
+        with _Recorder() as rec:
+            _cascade(X, Y, trees, layers, fraction).fit(X, Y)
+        fits[name] = rec.fits
+    runs = {name: [] for name in problems}
+    for r in range(repeats):
+        for name, (X, Y) in problems.items():
+            model = _cascade(X, Y, trees, layers, fraction)
+            t0 = time.perf_counter()
+            model.fit(X, Y)
+            total = time.perf_counter() - t0
+            split = {k: sum(t[k] for t in model.fit_time_split_) for k in STAGES}
+            ours = _timed_fits(fits[name], _ours)
+            skl = _timed_fits(fits[name], _sklearn)
+            runs[name].append({"cascade_s": total, "split_s": split, "forests_alone_s": ours, "sklearn_s": skl})
+            print(f"[{r}] {name}: cascade {total:.1f}s, its forests alone {sum(ours):.1f}s, scikit-learn "
+                  f"{sum(skl):.1f}s", flush=True)
+    result = {}
+    for name, rs in runs.items():
+        recs = fits[name]
+        per_kind = {}
+        for key in sorted({(f["stage"], f["kind"]) for f in recs}):
+            idx = [i for i, f in enumerate(recs) if (f["stage"], f["kind"]) == key]
+            per_kind[f"{key[0]}_{key[1]}"] = statistics.median(
+                sum(run["forests_alone_s"][i] for i in idx) / sum(run["sklearn_s"][i] for i in idx) for run in rs)
+        result[name] = {
+            "rows": int(problems[name][0].shape[0]), "features": int(problems[name][0].shape[1]),
+            "outputs": int(problems[name][1].shape[1]), "forests": len(recs),
+            "forest_inputs": [{"stage": f["stage"], "kind": f["kind"], "shape": list(f["X"].shape)} for f in recs],
+            "runs": rs,
+            "median_cascade_s": statistics.median(r["cascade_s"] for r in rs),
+            "median_split_share": {k: statistics.median(r["split_s"][k] / r["cascade_s"] for r in rs)
+                                   for k in STAGES},
+            "median_other_share": statistics.median(1 - sum(r["split_s"].values()) / r["cascade_s"] for r in rs),
+            "median_cascade_over_forests": statistics.median(r["cascade_s"] / sum(r["forests_alone_s"])
+                                                             for r in rs),
+            "median_ours_over_sklearn": statistics.median(sum(r["forests_alone_s"]) / sum(r["sklearn_s"])
+                                                          for r in rs),
+            "median_ours_over_sklearn_per_kind": per_kind,
+        }
+    return result
+
+
+def print_profile(result):
+    cols = ("embedding_forests", "path_extraction", "pca", "os_cv", "prediction_forests", "scoring")
+    print("| problem | cascade s | " + " | ".join(cols) + " | other | cascade / forests alone | ours / sklearn |")
+    for name, r in result.items():
+        shares = " | ".join(f"{100 * r['median_split_share'][k]:.1f} %" for k in cols)
+        print(f"| {name} | {r['median_cascade_s']:.1f} | {shares} | {100 * r['median_other_share']:.1f} % | "
+              f"{r['median_cascade_over_forests']:.2f} | {r['median_ours_over_sklearn']:.2f} |")
+        print("    ours / sklearn per stage and kind: " + ", ".join(
+            f"{k} {v:.2f}" for k, v in r["median_ours_over_sklearn_per_kind"].items()))
 
 
 def pca_scaling(X, Y, trees, repeats, fraction):
@@ -76,32 +200,34 @@ def pca_scaling(X, Y, trees, repeats, fraction):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=2417)
-    ap.add_argument("--trees", type=int, default=150)
-    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--rows", type=int, default=1600, help="yeast rows (sf2 always uses its 1066)")
+    ap.add_argument("--trees", type=int, default=50)
+    ap.add_argument("--layers", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--fraction", type=float, default=0.05, help="PCA size (fraction of min(rows, nodes))")
-    ap.add_argument("--skip-layers", action="store_true", help="only the PCA scaling")
+    ap.add_argument("--scaling", action="store_true", help="the PCA scaling instead of the cascade profile")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     if args.quick:
-        args.rows, args.trees, args.layers, args.repeats = 600, 10, 2, 2
+        args.rows, args.trees, args.layers, args.repeats = 400, 8, 2, 2
     data = river_yeast()
     X, Y = data.X[: args.rows], data.Y.toarray()[: args.rows]
-    result = {"machine": platform.platform(), "python": sys.version.split()[0], "rows": int(X.shape[0]),
-              "args": vars(args)}
-    if not args.skip_layers:
-        result["layer_split"] = layer_split(X, Y, args.trees, args.layers, args.fraction)
-        for i, t in enumerate(result["layer_split"]["per_layer"], 1):
-            print(f"layer {i}: " + ", ".join(f"{k} {v:.2f}s" for k, v in t.items()), flush=True)
-        print(f"X_OS_TE fit {result['layer_split']['fit_wall_s']:.1f}s, peak RSS "
-              f"{result['layer_split']['peak_rss_mb']:.0f} MB", flush=True)
-    scaling = pca_scaling(X, Y, args.trees, args.repeats, args.fraction)
-    result["pca_scaling"] = scaling
-    print(f"PCA {args.trees} trees: {scaling['median_pca_s'][str(args.trees)]:.2f}s, {10 * args.trees} trees: "
-          f"{scaling['median_pca_s'][str(10 * args.trees)]:.2f}s, median ratio "
-          f"{scaling['pca_ratio_10x_trees_median']:.2f} (target <= 2)", flush=True)
+    result = {"machine": platform.platform(), "python": sys.version.split()[0], "args": vars(args)}
+    if not args.scaling:
+        sf2 = river_sf2()
+        sf2_Y = sf2.Y.toarray() if hasattr(sf2.Y, "toarray") else np.asarray(sf2.Y)
+        problems = {"yeast": (X, Y), "sf2": (np.asarray(sf2.X), sf2_Y)}
+        result["cascade_profile"] = cascade_profile(problems, args.trees, args.layers, args.fraction,
+                                                    args.repeats)
+        print_profile(result["cascade_profile"])
+        result["peak_rss_mb"] = peak_mb()
+    else:
+        scaling = pca_scaling(X, Y, args.trees, args.repeats, args.fraction)
+        result["pca_scaling"] = scaling
+        print(f"PCA {args.trees} trees: {scaling['median_pca_s'][str(args.trees)]:.2f}s, {10 * args.trees} trees: "
+              f"{scaling['median_pca_s'][str(10 * args.trees)]:.2f}s, median ratio "
+              f"{scaling['pca_ratio_10x_trees_median']:.2f} (target <= 2)", flush=True)
     if args.out:
         write_json(args.out, result)
     return 0
