@@ -16,6 +16,12 @@ the scores scikit-learn's ``PCA`` gives on the densified centred matrix, up to t
 Gram form the fitted transform keeps the training indicator matrix and the (rows x components) coefficient matrix
 instead of the (nodes x components) loading matrix, which would be far larger for forests of fully grown trees.
 
+The dense products and the eigen-solver run on one BLAS thread (:func:`_single_blas_thread`): multi-threaded BLAS
+sums in an order that depends on its thread count, so the embedding (and every prediction after it) would depend on
+the machine; and on a loaded machine BLAS threads contend with the forests' threads (the eigen-solve of a 1066 x 1066
+Gram matrix took 7-27 s with two BLAS threads under load against 0.6 s with one). The cascade's parallelism is in
+its forests (``n_jobs``).
+
 :func:`forest_node_indicator` is the only place that builds the indicator matrix, so a compiled version can
 replace it without touching the rest.
 """
@@ -30,6 +36,18 @@ import scipy.sparse as sp
 from forestbench.projections import ParameterError
 
 __all__ = ["forest_node_indicator", "TreeEmbedding", "n_components_for"]
+
+_BLAS_CONTROLLER = None
+
+
+def _single_blas_thread():
+    """Context manager limiting the BLAS libraries loaded in the process to one thread."""
+    global _BLAS_CONTROLLER
+    from threadpoolctl import ThreadpoolController
+
+    if _BLAS_CONTROLLER is None:   # scanning the loaded libraries costs milliseconds: once per process
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def forest_node_indicator(trees, X):
@@ -104,6 +122,10 @@ class TreeEmbedding:
     # ------------------------------------------------------------------------------------------------- PCA
     def fit_transform(self, M):
         """Fit on the training indicator ``M`` (rows x all nodes) and return the training scores."""
+        with _single_blas_thread():
+            return self._fit_transform(M)
+
+    def _fit_transform(self, M):
         W = self.fit_indicator(M)
         n, c = W.shape
         k = n_components_for(self.n_components, n, c)
@@ -147,9 +169,10 @@ class TreeEmbedding:
             raise ParameterError(f"indicator has {M.shape[1]} node columns, the embedding was fitted on "
                                  f"{self.n_nodes_in_}")
         W = self._weighted(M)
-        if self._loadings is not None:
-            return np.asarray(W @ self._loadings) - self.mean_ @ self._loadings
-        return self._centred_gram(W) @ self._coef
+        with _single_blas_thread():
+            if self._loadings is not None:
+                return np.asarray(W @ self._loadings) - self.mean_ @ self._loadings
+            return self._centred_gram(W) @ self._coef
 
     def _centred_gram(self, W):
         """``(W - mu)(T - mu)^T`` for the training matrix ``T``, without densifying either matrix."""
