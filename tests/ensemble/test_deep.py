@@ -245,3 +245,48 @@ def test_oob_pruning_scores_rows_with_trees_that_never_saw_them():
     assert oob.n_layers_ == int(np.argmax(oob.layer_scores_)) + 1
     # the same layers are grown either way; only the score differs
     assert train.n_layers_built_ == oob.n_layers_built_ == 2
+
+
+# ------------------------------------------------------------------------------------- PCA-size search sharing
+@pytest.mark.parametrize("solver", ["gram", "covariance"])
+def test_truncated_embedding_equals_a_fit_solved_at_the_same_size(multilabel, solver):
+    X, Y = multilabel
+    forest = RandomForestRegressor(3, random_state=0).fit(X, Y)
+    M = forest_node_indicator(forest.estimators_, X)
+    shared = TreeEmbedding(0.95, 1.0, 0.6, solver=solver, solve_components=0.6)
+    shared.fit_transform(M, keep_solution=True)
+    for f in (1, 0.05, 0.3):
+        alone = TreeEmbedding(0.95, 1.0, f, solver=solver, solve_components=0.6)
+        Z = alone.fit_transform(M)
+        cut, Zc = shared.truncated(f)
+        assert cut.n_components_ == alone.n_components_ < shared.n_components_
+        np.testing.assert_array_equal(Zc, Z)
+        np.testing.assert_array_equal(cut.transform(M[:20]), alone.transform(M[:20]))
+    with pytest.raises(ValueError, match="keep_solution"):
+        alone.truncated(0.05)
+
+
+@pytest.mark.parametrize("variant", ["X_TE", "X_OS_TE"])
+def test_pca_size_candidates_share_the_first_layer_and_equal_unshared_fits(multilabel, variant):
+    X, Y = multilabel
+    fractions = [1, 0.05, 0.4]
+    dte = DeepTreeEnsemble(variant, n_estimators=3, max_layers=2, pca_fractions=fractions, pca_validation=2,
+                           os_folds=2, random_state=5).fit(X, Y)
+    Yt = np.asarray(Y, dtype=float)
+    seq = as_seed_sequence(11)
+    first = dte._first_layer(X[:80].astype(np.float32), Yt[:80], seq, 0.4)
+    for f in fractions:
+        alone, s_alone, _ = dte._fit_cascade(X[:80].astype(np.float32), Yt[:80], Yt[:80], f, seq, keep_all=True,
+                                             solve_fraction=0.4)
+        shared, s_shared, _ = dte._fit_cascade(X[:80].astype(np.float32), Yt[:80], Yt[:80], f, seq,
+                                               keep_all=True, solve_fraction=0.4, first=first)
+        assert s_alone == s_shared
+        Xt = X[80:].astype(np.float32)
+        np.testing.assert_array_equal(dte._replay(shared, 2, Xt), dte._replay(alone, 2, Xt))
+    unshared = dict(dte.pca_tuning_scores_)
+    dte.pca_tuning_scores_ = {}
+    dte._tune_fraction(X.astype(np.float32), Yt, Yt, fractions, as_seed_sequence(3), share=False)
+    a = dict(dte.pca_tuning_scores_)
+    dte.pca_tuning_scores_ = {}
+    dte._tune_fraction(X.astype(np.float32), Yt, Yt, fractions, as_seed_sequence(3), share=True)
+    assert dte.pca_tuning_scores_ == a and set(a) == set(unshared)
