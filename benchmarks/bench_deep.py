@@ -16,7 +16,13 @@
    - the PCA share of the cascade's fit time (goal < 10 %).
 
    Ratios are taken within a repeat and the medians over repeats are reported (the machine may be loaded).
-2. **PCA scaling** (``--scaling``). One embedding RF with ``t`` and with ``10 t`` trees on half of the rows; the node-indicator
+2. **PCA-size search** (``--tuning``): the paper's inner 5-fold selection of the PCA size over its eight sizes,
+   ``variant="X_TE"`` on the first ``--rows`` yeast rows. Timed, interleaved over the repeats: one cascade with a
+   fixed size (``--fraction``) on all rows; one inner fold's eight candidate cascades fitted each on its own (every
+   candidate grows its embedding forests and solves its eigen-problem at its own size) and fitted sharing layer 1's
+   fraction-independent work (:meth:`DeepTreeEnsemble._first_layer`). The whole search costs five such folds
+   plus the final refit, reported as a multiple of the fixed-size cascade.
+3. **PCA scaling** (``--scaling``). One embedding RF with ``t`` and with ``10 t`` trees on half of the rows; the node-indicator
    extraction and the PCA (:class:`TreeEmbedding.fit_transform`) of all rows are timed, interleaved over
    ``--repeats`` repeats; the ratio (10 t) / t of the PCA time is reported as the median over repeats. The PCA works
    on the rows x rows Gram matrix, so its cost grows with the rows (eigen-solver) and with the non-zeros
@@ -26,6 +32,7 @@ The nearest maintained deep-forest package (DF21, ``deep-forest`` on PyPI) publi
 the comparison with it is not run.
 
 Usage: python benchmarks/bench_deep.py [--rows 1600] [--trees 50] [--layers 3] [--repeats 3] [--out FILE.json]
+       python benchmarks/bench_deep.py --tuning [--rows 1600] [--trees 30] [--layers 3] [--repeats 1]
        python benchmarks/bench_deep.py --scaling [--rows 2417] [--trees 150] [--repeats 3]
        python benchmarks/bench_deep.py --quick      # small sizes, under a minute
 """
@@ -162,6 +169,46 @@ def cascade_profile(problems, trees, layers, fraction, repeats):
     return result
 
 
+def tuning_cost(X, Y, trees, layers, fraction, repeats, folds=5):
+    from forestbench.ensemble._deep import PAPER_PCA_FRACTIONS, _child, _fraction_order, as_seed_sequence
+
+    fractions = list(PAPER_PCA_FRACTIONS)
+    largest = max(fractions, key=_fraction_order)
+    model = DeepTreeEnsemble("X_TE", n_estimators=trees, max_layers=layers, pca_fractions=[fraction], n_jobs=1,
+                             random_state=0)
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    val = np.sort(perm[: X.shape[0] // folds])
+    train = np.setdiff1d(np.arange(X.shape[0]), val)
+    Xf, Xv, Yf = X[train].astype(np.float32), X[val].astype(np.float32), Y[train].astype(float)
+    seq = as_seed_sequence(1)
+    runs = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        model.fit(X, Y)
+        fixed = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for j, f in enumerate(fractions):   # each candidate alone, solved at its own size
+            lay, sc, _ = model._fit_cascade(Xf, Yf, Yf, f, _child(seq, 1, j), keep_all=False)
+            model._replay(lay, int(np.argmax(sc)) + 1, Xv)
+        alone = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        first = model._first_layer(Xf, Yf, _child(seq, 1), largest)
+        for f in fractions:
+            lay, sc, _ = model._fit_cascade(Xf, Yf, Yf, f, _child(seq, 1), keep_all=False, solve_fraction=largest,
+                                            first=first)
+            model._replay(lay, int(np.argmax(sc)) + 1, Xv)
+        shared = time.perf_counter() - t0
+        runs.append({"fixed_s": fixed, "fold_alone_s": alone, "fold_shared_s": shared,
+                     "search_over_fixed_alone": (folds * alone + fixed) / fixed,
+                     "search_over_fixed_shared": (folds * shared + fixed) / fixed,
+                     "shared_over_alone": shared / alone})
+        print(f"[{r}] fixed {fixed:.1f}s, one fold: candidates alone {alone:.1f}s, shared {shared:.1f}s", flush=True)
+    med = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
+    print(f"search / fixed-size cascade: {med['search_over_fixed_alone']:.1f}x alone, "
+          f"{med['search_over_fixed_shared']:.1f}x shared (shared / alone {med['shared_over_alone']:.2f})")
+    return {"runs": runs, "median": med, "fractions": fractions, "folds": folds}
+
+
 def print_profile(result):
     cols = ("embedding_forests", "path_extraction", "pca", "os_cv", "prediction_forests", "scoring")
     print("| problem | cascade s | " + " | ".join(cols) + " | other | cascade / forests alone | ours / sklearn |")
@@ -206,6 +253,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--fraction", type=float, default=0.05, help="PCA size (fraction of min(rows, nodes))")
     ap.add_argument("--scaling", action="store_true", help="the PCA scaling instead of the cascade profile")
+    ap.add_argument("--tuning", action="store_true", help="the PCA-size search cost instead of the profile")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
@@ -214,7 +262,9 @@ def main(argv=None):
     data = river_yeast()
     X, Y = data.X[: args.rows], data.Y.toarray()[: args.rows]
     result = {"machine": platform.platform(), "python": sys.version.split()[0], "args": vars(args)}
-    if not args.scaling:
+    if args.tuning:
+        result["tuning"] = tuning_cost(X, Y, args.trees, args.layers, args.fraction, args.repeats)
+    elif not args.scaling:
         sf2 = river_sf2()
         sf2_Y = sf2.Y.toarray() if hasattr(sf2.Y, "toarray") else np.asarray(sf2.Y)
         problems = {"yeast": (X, Y), "sf2": (np.asarray(sf2.X), sf2_Y)}
