@@ -290,3 +290,21 @@ def test_pca_size_candidates_share_the_first_layer_and_equal_unshared_fits(multi
     dte.pca_tuning_scores_ = {}
     dte._tune_fraction(X.astype(np.float32), Yt, Yt, fractions, as_seed_sequence(3), share=True)
     assert dte.pca_tuning_scores_ == a and set(a) == set(unshared)
+
+
+# ---------------------------------------------------------------------------------- layer-selection readings
+@pytest.mark.parametrize("variant", ["X_OS", "X_TE"])
+def test_oof_reading_scores_out_of_fold_predictions_and_builds_the_same_layers(variant):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 4))
+    Y = (rng.random((80, 3)) < 0.4).astype(float)   # noise: out-of-fold micro-AUC is near chance
+    kw = dict(n_estimators=6, max_layers=3, pca_fractions=[0.2], os_folds=3, keep_all_layers=True, random_state=0)
+    train = DeepTreeEnsemble(variant, **kw).fit(X, Y)
+    oof = DeepTreeEnsemble(variant, pruning_score="oof", **kw).fit(X, Y)
+    assert np.all(train.layer_scores_ > 0.99) and np.all(oof.layer_scores_ < 0.7)
+    assert oof.n_layers_ == int(np.argmax(oof.layer_scores_)) + 1
+    for a, b in zip(train.staged_predict(X[:10]), oof.staged_predict(X[:10])):   # the same layers either way
+        np.testing.assert_array_equal(a, b)
+    if variant == "X_OS":   # layer L is scored by the out-of-fold block layer L + 1 receives
+        for L in (1, 2):
+            assert oof.layer_scores_[L - 1] == micro_auc(Y, oof.layers_[L].os_train)

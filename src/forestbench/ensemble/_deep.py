@@ -45,7 +45,8 @@ Where the paper leaves a choice open, this implementation decides as follows (al
   forests on the training rows (with the training rows' own OOF features); ties go to the earliest layer.
   ``pruning_score="oob"`` scores the out-of-bag predictions of the layer's RF instead: on multi-label data the
   resubstitution micro-AUC of fully grown forests is 1.0 at every layer, so the literal reading always keeps
-  the first layer.
+  the first layer. ``pruning_score="oof"`` scores the out-of-fold predictions of a K-fold CV on the layer's
+  features (for the OS variants the next layer's output-space CV, reused by that layer).
 - **D12 PCA-size tuning.** When ``pca_fractions`` has more than one value (and the variant uses embeddings), the
   whole pruned cascade is fitted for each value on inner training folds and scored on the held-out rows
   (``pca_validation``: k-fold when an int, a hold-out fraction when a float); the best value is refitted on all
@@ -218,10 +219,14 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         Trees of the OS fold forests (None: ``n_estimators``).
     task : {"auto", "multilabel", "regression"}, default "auto"
         "auto" treats 0/1 targets as multi-label and anything else as regression.
-    pruning_score : {"train", "oob"}, default "train"
-        Score of a layer for pruning: "train" scores the resubstitution predictions of its RF and ET (the paper's
-        reading); "oob" scores the out-of-bag predictions of its RF (fully grown forests score about 1.0 on their
-        own training rows for multi-label data, which leaves "train" nothing to choose between).
+    pruning_score : {"train", "oob", "oof"}, default "train"
+        Which reading of "the layer with the best performance on the training dataset" selects the layer (D10):
+        "train" scores the resubstitution predictions of its RF and ET; "oob" the out-of-bag predictions of its
+        RF (fully grown forests score about 1.0 on their own training rows for multi-label data, which leaves
+        "train" nothing to choose between); "oof" the out-of-fold predictions of an ``os_folds``-fold CV of an RF
+        and an ET on the layer's own features, as a deep forest scores its layers (for the OS variants this CV is
+        the next layer's output-space CV, so it costs 2 ``os_folds`` extra forests for the last layer only; for
+        the other variants 2 ``os_folds`` forests per layer). Every reading builds the same layers.
     keep_all_layers : bool, default False
         Keep the layers after the selected one (and every layer's prediction forests), so that
         ``staged_predict`` can give the test score of every built layer. ``predict`` still uses ``n_layers_``.
@@ -261,7 +266,7 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         "os_n_estimators": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "task": [StrOptions({"auto", "multilabel", "regression"})],
         "keep_all_layers": ["boolean"],
-        "pruning_score": [StrOptions({"train", "oob"})],
+        "pruning_score": [StrOptions({"train", "oob", "oof"})],
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state", np.random.SeedSequence],
     }
@@ -466,6 +471,7 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         has_x, has_te, has_os = VARIANTS[self.variant]
         layers, scores, times = [], [], []
         inp_rf = inp_et = X
+        pending_os = None
         for L in range(1, self.max_layers + 1):
             t = dict(embedding_forests=0.0, path_extraction=0.0, pca=0.0, os_cv=0.0, prediction_forests=0.0,
                      scoring=0.0)
@@ -487,8 +493,13 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
                 blocks_et.append(F_rf)
             if has_os:
                 t0 = time.perf_counter()
-                models, fit_rows_of, OS = (first["os"] if L == 1 and first is not None
-                                           else self._os_cv(inp_rf, inp_et, Yt, root, L))
+                if L == 1 and first is not None:
+                    models, fit_rows_of, OS = first["os"]
+                elif pending_os is not None:    # computed by the previous layer's "oof" scoring
+                    models, fit_rows_of, OS = pending_os
+                else:
+                    models, fit_rows_of, OS = self._os_cv(inp_rf, inp_et, Yt, root, L)
+                pending_os = None
                 layer.os_models = models
                 layer.os_fit_rows = fit_rows_of     # which training rows grew each fold model
                 layer.os_train = OS                 # the out-of-fold block the training rows received
@@ -504,6 +515,12 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
             t1 = time.perf_counter()
             if self.pruning_score == "oob":
                 P = _oob_predict(layer.pred_rf, feats_rf) * self._y_scale + self._y_mean
+            elif self.pruning_score == "oof":
+                # the output-space CV on this layer's features (the next layer's OS block, with its seeds)
+                pending_os = self._os_cv(feats_rf, feats_et, Yt, root, L + 1)
+                P = pending_os[2] * self._y_scale + self._y_mean
+                if not has_os:
+                    pending_os = None
             else:
                 P = layer.predict(feats_rf, feats_et) * self._y_scale + self._y_mean
             scores.append(layer_score(self.task_, Y, P))
