@@ -22,7 +22,12 @@
    candidate grows its embedding forests and solves its eigen-problem at its own size) and fitted sharing layer 1's
    fraction-independent work (:meth:`DeepTreeEnsemble._first_layer`). The whole search costs five such folds
    plus the final refit, reported as a multiple of the fixed-size cascade.
-3. **PCA scaling** (``--scaling``). One embedding RF with ``t`` and with ``10 t`` trees on half of the rows; the node-indicator
+3. **Layer-selection readings** (``--readings``): not a speed measurement. On yeast's standard split (1500
+   training rows, 917 test rows) each of ``--variants`` is fitted once per ``pruning_score`` reading (train, oob,
+   oof: every reading builds the same layers) with ``--trees`` trees and ``--layers`` layers; the selected layer
+   count and the test micro-AUC and ranking loss of the selected layer are reported beside the best layer in
+   hindsight and the published values (DTE paper Tables 6 and 9: 150 trees, 10 layers, mean over 10 folds).
+4. **PCA scaling** (``--scaling``). One embedding RF with ``t`` and with ``10 t`` trees on half of the rows; the node-indicator
    extraction and the PCA (:class:`TreeEmbedding.fit_transform`) of all rows are timed, interleaved over
    ``--repeats`` repeats; the ratio (10 t) / t of the PCA time is reported as the median over repeats. The PCA works
    on the rows x rows Gram matrix, so its cost grows with the rows (eigen-solver) and with the non-zeros
@@ -33,6 +38,7 @@ the comparison with it is not run.
 
 Usage: python benchmarks/bench_deep.py [--rows 1600] [--trees 50] [--layers 3] [--repeats 3] [--out FILE.json]
        python benchmarks/bench_deep.py --tuning [--rows 1600] [--trees 30] [--layers 3] [--repeats 1]
+       python benchmarks/bench_deep.py --readings [--trees 20] [--layers 10] [--variants X_OS,X_OS_TE]
        python benchmarks/bench_deep.py --scaling [--rows 2417] [--trees 150] [--repeats 3]
        python benchmarks/bench_deep.py --quick      # small sizes, under a minute
 """
@@ -209,6 +215,38 @@ def tuning_cost(X, Y, trees, layers, fraction, repeats, folds=5):
     return {"runs": runs, "median": med, "fractions": fractions, "folds": folds}
 
 
+PUBLISHED_YEAST = {  # DTE paper: (micro-AUC Table 9, ranking loss Table 6, mean selected layers)
+    "X_TE": (0.848, 0.166, 8.44), "TE": (0.835, 0.176, 6.22), "X_OS": (0.827, 0.187, 8.89),
+    "X_OS_TE": (0.815, 0.195, 9.0)}
+
+
+def layer_readings(data, variants, trees, layers, fraction):
+    from forestbench.metrics import label_ranking_loss, micro_auc
+
+    X, Y = data.X, data.Y.toarray()
+    train, test = np.arange(917, X.shape[0]), np.arange(917)
+    out = {}
+    for variant in variants:
+        for reading in ("train", "oob", "oof"):
+            t0 = time.perf_counter()
+            model = DeepTreeEnsemble(variant, n_estimators=trees, max_layers=layers, pca_fractions=[fraction],
+                                     pruning_score=reading, keep_all_layers=True, random_state=0)
+            model.fit(X[train], Y[train])
+            staged = list(model.staged_predict(X[test]))
+            aucs = [micro_auc(Y[test], P) for P in staged]
+            P = staged[model.n_layers_ - 1]
+            out[f"{variant}/{reading}"] = {
+                "n_layers": int(model.n_layers_), "layer_scores": [float(v) for v in model.layer_scores_],
+                "test_micro_auc": micro_auc(Y[test], P), "test_ranking_loss": label_ranking_loss(Y[test], P),
+                "test_micro_auc_per_layer": aucs, "fit_s": time.perf_counter() - t0}
+            r = out[f"{variant}/{reading}"]
+            pub = PUBLISHED_YEAST.get(variant, (None,) * 3)
+            print(f"| {variant} | {reading} | {r['n_layers']} | {r['test_micro_auc']:.3f} | "
+                  f"{r['test_ranking_loss']:.3f} | {1 + int(np.argmax(aucs))} ({max(aucs):.3f}) | {pub[2]} | "
+                  f"{pub[0]} | {pub[1]} |", flush=True)
+    return out
+
+
 def print_profile(result):
     cols = ("embedding_forests", "path_extraction", "pca", "os_cv", "prediction_forests", "scoring")
     print("| problem | cascade s | " + " | ".join(cols) + " | other | cascade / forests alone | ours / sklearn |")
@@ -254,6 +292,8 @@ def main(argv=None):
     ap.add_argument("--fraction", type=float, default=0.05, help="PCA size (fraction of min(rows, nodes))")
     ap.add_argument("--scaling", action="store_true", help="the PCA scaling instead of the cascade profile")
     ap.add_argument("--tuning", action="store_true", help="the PCA-size search cost instead of the profile")
+    ap.add_argument("--readings", action="store_true", help="the layer-selection readings on yeast")
+    ap.add_argument("--variants", default="X_OS,X_OS_TE")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
@@ -262,7 +302,11 @@ def main(argv=None):
     data = river_yeast()
     X, Y = data.X[: args.rows], data.Y.toarray()[: args.rows]
     result = {"machine": platform.platform(), "python": sys.version.split()[0], "args": vars(args)}
-    if args.tuning:
+    if args.readings:
+        print("| variant | reading | layers | test micro-AUC | test ranking loss | best test layer | published "
+              "layers | published micro-AUC | published ranking loss |")
+        result["readings"] = layer_readings(data, args.variants.split(","), args.trees, args.layers, args.fraction)
+    elif args.tuning:
         result["tuning"] = tuning_cost(X, Y, args.trees, args.layers, args.fraction, args.repeats)
     elif not args.scaling:
         sf2 = river_sf2()
