@@ -15,7 +15,9 @@
      scikit-learn's (goal <= 0.5), overall and per forest kind;
    - the PCA share of the cascade's fit time (goal < 10 %).
 
-   Ratios are taken within a repeat and the medians over repeats are reported (the machine may be loaded).
+   Every fit runs on one thread (forests ``n_jobs=1``; the embedding's BLAS is single-threaded), so times are CPU
+   seconds of the process (``time.process_time``, also for the cascade's own stage split), which a loaded machine
+   inflates far less than wall seconds. Ratios are taken within a repeat; the medians over repeats are reported.
 2. **PCA-size search** (``--tuning``): the paper's inner 5-fold selection of the PCA size over its eight sizes,
    ``variant="X_TE"`` on the first ``--rows`` yeast rows. Timed, interleaved over the repeats: one cascade with a
    fixed size (``--fraction``) on all rows; one inner fold's eight candidate cascades fitted each on its own (every
@@ -117,9 +119,9 @@ def _timed_fits(fits, make):
     out = []
     for rec in fits:
         model = make(rec)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         model.fit(rec["X"], rec["Y"])
-        out.append(time.perf_counter() - t0)
+        out.append(time.process_time() - t0)
         del model
     return out
 
@@ -131,6 +133,7 @@ def _cascade(X, Y, trees, layers, fraction):
 
 def cascade_profile(problems, trees, layers, fraction, repeats):
     """Interleaved over the repeats: per problem the cascade, its forests alone (ours) and scikit-learn's."""
+    _deep._clock = time.process_time   # one thread everywhere: CPU seconds, robust to a loaded machine
     fits = {}
     for name, (X, Y) in problems.items():   # record the forests (and warm up)
         with _Recorder() as rec:
@@ -140,9 +143,9 @@ def cascade_profile(problems, trees, layers, fraction, repeats):
     for r in range(repeats):
         for name, (X, Y) in problems.items():
             model = _cascade(X, Y, trees, layers, fraction)
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             model.fit(X, Y)
-            total = time.perf_counter() - t0
+            total = time.process_time() - t0
             split = {k: sum(t[k] for t in model.fit_time_split_) for k in STAGES}
             ours = _timed_fits(fits[name], _ours)
             skl = _timed_fits(fits[name], _sklearn)
@@ -189,21 +192,21 @@ def tuning_cost(X, Y, trees, layers, fraction, repeats, folds=5):
     seq = as_seed_sequence(1)
     runs = []
     for r in range(repeats):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         model.fit(X, Y)
-        fixed = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        fixed = time.process_time() - t0
+        t0 = time.process_time()
         for j, f in enumerate(fractions):   # each candidate alone, solved at its own size
             lay, sc, _ = model._fit_cascade(Xf, Yf, Yf, f, _child(seq, 1, j), keep_all=False)
             model._replay(lay, int(np.argmax(sc)) + 1, Xv)
-        alone = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        alone = time.process_time() - t0
+        t0 = time.process_time()
         first = model._first_layer(Xf, Yf, _child(seq, 1), largest)
         for f in fractions:
             lay, sc, _ = model._fit_cascade(Xf, Yf, Yf, f, _child(seq, 1), keep_all=False, solve_fraction=largest,
                                             first=first)
             model._replay(lay, int(np.argmax(sc)) + 1, Xv)
-        shared = time.perf_counter() - t0
+        shared = time.process_time() - t0
         runs.append({"fixed_s": fixed, "fold_alone_s": alone, "fold_shared_s": shared,
                      "search_over_fixed_alone": (folds * alone + fixed) / fixed,
                      "search_over_fixed_shared": (folds * shared + fixed) / fixed,
