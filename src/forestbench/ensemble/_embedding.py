@@ -19,7 +19,7 @@ instead of the (nodes x components) loading matrix, which would be far larger fo
 The dense products and the eigen-solver run on one BLAS thread (:func:`_single_blas_thread`): multi-threaded BLAS
 sums in an order that depends on its thread count, so the embedding (and every prediction after it) would depend on
 the machine; and on a loaded machine BLAS threads contend with the forests' threads (the eigen-solve of a 1066 x 1066
-Gram matrix took 7-27 s with two BLAS threads under load against 0.6 s with one). The cascade's parallelism is in
+Gram matrix took 4-27 s with two BLAS threads under load against 0.6 s with one). The cascade's parallelism is in
 its forests (``n_jobs``).
 
 :func:`forest_node_indicator` is the only place that builds the indicator matrix, so a compiled version can
