@@ -281,6 +281,9 @@ def test_pca_size_candidates_share_the_first_layer_and_equal_unshared_fits(multi
         shared, s_shared, _ = dte._fit_cascade(X[:80].astype(np.float32), Yt[:80], Yt[:80], f, seq,
                                                keep_all=True, solve_fraction=0.4, first=first)
         assert s_alone == s_shared
+        # only layer 1 (shared) is solved at the largest size; later layers solve at the candidate's own size
+        assert shared[0].embedders["rf"][1].solve_components == 0.4
+        assert shared[1].embedders["rf"][1].solve_components is None
         Xt = X[80:].astype(np.float32)
         np.testing.assert_array_equal(dte._replay(shared, 2, Xt), dte._replay(alone, 2, Xt))
     unshared = dict(dte.pca_tuning_scores_)

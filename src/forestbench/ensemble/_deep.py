@@ -468,7 +468,8 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         """Fit up to ``max_layers`` layers on targets ``Yt`` (standardised for regression); score each layer on
         ``Y``. Returns the kept layers, the per-layer scores (higher is better) and the time split.
 
-        ``solve_fraction``: PCA size the embeddings' eigen-problems are solved for (None: ``fraction``);
+        ``solve_fraction``: PCA size layer 1's eigen-problems are solved for (None: ``fraction``; later layers
+        always solve at ``fraction``, their inputs differ between candidates anyway);
         ``first``: layer 1's shared work from :meth:`_first_layer` (same ``root`` and ``solve_fraction``)."""
         has_x, has_te, has_os = VARIANTS[self.variant]
         layers, scores, times = [], [], []
@@ -489,7 +490,7 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
                 else:
                     (e_rf, e_et, emb_rf, emb_et, F_rf, F_et), (t["embedding_forests"], t["path_extraction"],
                                                                t["pca"]) = self._embed(
-                        inp_rf, inp_et, Yt, root, L, fraction, solve_fraction)
+                        inp_rf, inp_et, Yt, root, L, fraction, solve_fraction if L == 1 else None)
                 layer.embedders = {"rf": (e_rf, emb_rf), "et": (e_et, emb_et)}
                 blocks_rf.append(F_et)   # cross-over
                 blocks_et.append(F_rf)
