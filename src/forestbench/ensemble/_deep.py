@@ -50,7 +50,9 @@ Where the paper leaves a choice open, this implementation decides as follows (al
 - **D12 PCA-size tuning.** When ``pca_fractions`` has more than one value (and the variant uses embeddings), the
   whole pruned cascade is fitted for each value on inner training folds and scored on the held-out rows
   (``pca_validation``: k-fold when an int, a hold-out fraction when a float); the best value is refitted on all
-  training rows. One value fixes the size without tuning.
+  training rows. One value fixes the size without tuning. The candidates of a fold share their seeds, and layer 1
+  (it reads X whatever the size) is built once per fold: its eigen-problems are solved at the largest size and
+  each candidate keeps its leading components (``_first_layer``).
 - **D13 layer count.** Layers are numbered 1..max_layers; ``n_layers_`` is the selected layer's number.
 """
 from __future__ import annotations
