@@ -245,3 +245,69 @@ def test_oob_pruning_scores_rows_with_trees_that_never_saw_them():
     assert oob.n_layers_ == int(np.argmax(oob.layer_scores_)) + 1
     # the same layers are grown either way; only the score differs
     assert train.n_layers_built_ == oob.n_layers_built_ == 2
+
+
+# ------------------------------------------------------------------------------------- PCA-size search sharing
+@pytest.mark.parametrize("solver", ["gram", "covariance"])
+def test_truncated_embedding_equals_a_fit_solved_at_the_same_size(multilabel, solver):
+    X, Y = multilabel
+    forest = RandomForestRegressor(3, random_state=0).fit(X, Y)
+    M = forest_node_indicator(forest.estimators_, X)
+    shared = TreeEmbedding(0.95, 1.0, 0.6, solver=solver, solve_components=0.6)
+    shared.fit_transform(M, keep_solution=True)
+    for f in (1, 0.05, 0.3):
+        alone = TreeEmbedding(0.95, 1.0, f, solver=solver, solve_components=0.6)
+        Z = alone.fit_transform(M)
+        cut, Zc = shared.truncated(f)
+        assert cut.n_components_ == alone.n_components_ < shared.n_components_
+        np.testing.assert_array_equal(Zc, Z)
+        np.testing.assert_array_equal(cut.transform(M[:20]), alone.transform(M[:20]))
+    with pytest.raises(ValueError, match="keep_solution"):
+        alone.truncated(0.05)
+
+
+@pytest.mark.parametrize("variant", ["X_TE", "X_OS_TE"])
+def test_pca_size_candidates_share_the_first_layer_and_equal_unshared_fits(multilabel, variant):
+    X, Y = multilabel
+    fractions = [1, 0.05, 0.4]
+    dte = DeepTreeEnsemble(variant, n_estimators=3, max_layers=2, pca_fractions=fractions, pca_validation=2,
+                           os_folds=2, random_state=5).fit(X, Y)
+    Yt = np.asarray(Y, dtype=float)
+    seq = as_seed_sequence(11)
+    first = dte._first_layer(X[:80].astype(np.float32), Yt[:80], seq, 0.4)
+    for f in fractions:
+        alone, s_alone, _ = dte._fit_cascade(X[:80].astype(np.float32), Yt[:80], Yt[:80], f, seq, keep_all=True,
+                                             solve_fraction=0.4)
+        shared, s_shared, _ = dte._fit_cascade(X[:80].astype(np.float32), Yt[:80], Yt[:80], f, seq,
+                                               keep_all=True, solve_fraction=0.4, first=first)
+        assert s_alone == s_shared
+        # only layer 1 (shared) is solved at the largest size; later layers solve at the candidate's own size
+        assert shared[0].embedders["rf"][1].solve_components == 0.4
+        assert shared[1].embedders["rf"][1].solve_components is None
+        Xt = X[80:].astype(np.float32)
+        np.testing.assert_array_equal(dte._replay(shared, 2, Xt), dte._replay(alone, 2, Xt))
+    unshared = dict(dte.pca_tuning_scores_)
+    dte.pca_tuning_scores_ = {}
+    dte._tune_fraction(X.astype(np.float32), Yt, Yt, fractions, as_seed_sequence(3), share=False)
+    a = dict(dte.pca_tuning_scores_)
+    dte.pca_tuning_scores_ = {}
+    dte._tune_fraction(X.astype(np.float32), Yt, Yt, fractions, as_seed_sequence(3), share=True)
+    assert dte.pca_tuning_scores_ == a and set(a) == set(unshared)
+
+
+# ---------------------------------------------------------------------------------- layer-selection readings
+@pytest.mark.parametrize("variant", ["X_OS", "X_TE"])
+def test_oof_reading_scores_out_of_fold_predictions_and_builds_the_same_layers(variant):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 4))
+    Y = (rng.random((80, 3)) < 0.4).astype(float)   # noise: out-of-fold micro-AUC is near chance
+    kw = dict(n_estimators=6, max_layers=3, pca_fractions=[0.2], os_folds=3, keep_all_layers=True, random_state=0)
+    train = DeepTreeEnsemble(variant, **kw).fit(X, Y)
+    oof = DeepTreeEnsemble(variant, pruning_score="oof", **kw).fit(X, Y)
+    assert np.all(train.layer_scores_ > 0.99) and np.all(oof.layer_scores_ < 0.7)
+    assert oof.n_layers_ == int(np.argmax(oof.layer_scores_)) + 1
+    for a, b in zip(train.staged_predict(X[:10]), oof.staged_predict(X[:10])):   # the same layers either way
+        np.testing.assert_array_equal(a, b)
+    if variant == "X_OS":   # layer L is scored by the out-of-fold block layer L + 1 receives
+        for L in (1, 2):
+            assert oof.layer_scores_[L - 1] == micro_auc(Y, oof.layers_[L].os_train)

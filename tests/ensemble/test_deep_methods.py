@@ -78,3 +78,16 @@ def test_run_info_gives_scalar_layer_scores_for_the_scores_table():
     assert [info["train_layer_1"], info["train_layer_2"]] == pytest.approx(list(est.layer_scores_))
     assert est.n_iter_ == 2 and list(est.stage_n_trees_) == [12, 24]
     assert np.all(np.diff(est.stage_fit_seconds_) > 0)
+
+
+def test_pca_size_search_is_charged_with_the_shared_first_layer():
+    """Candidates of an inner fold share layer 1's embedding forests, PCA and output-space CV: the search costs
+    less than one full cascade per candidate and fold, so four times the candidates cost less than four times."""
+    spec = get_method("deep_tree_ensemble")
+    for variant in ("X_TE", "X_OS_TE"):
+        base = {"variant": variant, "n_estimators": 30, "max_layers": 3}
+        fixed = spec.cost_of(1600, 103, 14, {**base, "pca_fractions": [0.2]}).fit_seconds
+        two = spec.cost_of(1600, 103, 14, {**base, "pca_fractions": [0.05, 0.2]}).fit_seconds - fixed
+        eight = spec.cost_of(1600, 103, 14, {**base, "pca_fractions": [0.05, 0.06, 0.08, 0.1, 0.12, 0.14,
+                                                                         0.16, 0.2]}).fit_seconds - fixed
+        assert 0 < two < eight < 4 * two

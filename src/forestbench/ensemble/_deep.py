@@ -45,11 +45,14 @@ Where the paper leaves a choice open, this implementation decides as follows (al
   forests on the training rows (with the training rows' own OOF features); ties go to the earliest layer.
   ``pruning_score="oob"`` scores the out-of-bag predictions of the layer's RF instead: on multi-label data the
   resubstitution micro-AUC of fully grown forests is 1.0 at every layer, so the literal reading always keeps
-  the first layer.
+  the first layer. ``pruning_score="oof"`` scores the out-of-fold predictions of a K-fold CV on the layer's
+  features (for the OS variants the next layer's output-space CV, reused by that layer).
 - **D12 PCA-size tuning.** When ``pca_fractions`` has more than one value (and the variant uses embeddings), the
   whole pruned cascade is fitted for each value on inner training folds and scored on the held-out rows
   (``pca_validation``: k-fold when an int, a hold-out fraction when a float); the best value is refitted on all
-  training rows. One value fixes the size without tuning.
+  training rows. One value fixes the size without tuning. The candidates of a fold share their seeds, and layer 1
+  (it reads X whatever the size) is built once per fold: its eigen-problems are solved at the largest size and
+  each candidate keeps its leading components (``_first_layer``).
 - **D13 layer count.** Layers are numbered 1..max_layers; ``n_layers_`` is the selected layer's number.
 - **Degenerate targets** (beyond the paper). Constant regression outputs are predicted exactly (they standardise
   to 0) and left out of the layer scores' aRRMSE; a label matrix of one value scores every layer 0, so the first
@@ -82,6 +85,8 @@ VARIANTS = {  # variant -> (uses X, uses tree embeddings, uses output-space feat
     "X": (True, False, False),
 }
 PAPER_PCA_FRACTIONS = (1, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95)
+
+_clock = time.perf_counter   # the clock of fit_time_split_ (benchmarks/bench_deep.py swaps in CPU time)
 
 # stream numbers inside one layer's seed sequence
 _PRED_RF, _PRED_ET, _EMB_RF, _EMB_ET, _EMB_SAMPLE, _OS_SPLIT, _OS_BASE = range(7)
@@ -199,6 +204,11 @@ def _oob_predict(forest, X):
     return acc / seen[:, None]
 
 
+def _fraction_order(fraction):
+    """Sort key of a PCA size: the int 1 (one component) is the smallest."""
+    return 0.0 if isinstance(fraction, numbers.Integral) else float(fraction)
+
+
 def _concat(blocks):
     return np.ascontiguousarray(np.hstack([np.asarray(b, dtype=np.float32) for b in blocks]))
 
@@ -234,10 +244,14 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
     task : {"auto", "multilabel", "regression"}, default "auto"
         "auto" treats 0/1 targets as multi-label and anything else as regression. The workflow sets it from the
         dataset's task (the registry's ``task_params``).
-    pruning_score : {"train", "oob"}, default "train"
-        Score of a layer for pruning: "train" scores the resubstitution predictions of its RF and ET (the paper's
-        reading); "oob" scores the out-of-bag predictions of its RF (fully grown forests score about 1.0 on their
-        own training rows for multi-label data, which leaves "train" nothing to choose between).
+    pruning_score : {"train", "oob", "oof"}, default "train"
+        Which reading of "the layer with the best performance on the training dataset" selects the layer (D10):
+        "train" scores the resubstitution predictions of its RF and ET; "oob" the out-of-bag predictions of its
+        RF (fully grown forests score about 1.0 on their own training rows for multi-label data, which leaves
+        "train" nothing to choose between); "oof" the out-of-fold predictions of an ``os_folds``-fold CV of an RF
+        and an ET on the layer's own features, as a deep forest scores its layers (for the OS variants this CV is
+        the next layer's output-space CV, so it costs 2 ``os_folds`` extra forests for the last layer only; for
+        the other variants 2 ``os_folds`` forests per layer). Every reading builds the same layers.
     keep_all_layers : bool, default False
         Keep the layers after the selected one (and every layer's prediction forests), so that
         ``staged_predict`` can give the test score of every built layer. ``predict`` still uses ``n_layers_``.
@@ -279,7 +293,7 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         "os_n_estimators": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "task": [StrOptions({"auto", "multilabel", "regression"})],
         "keep_all_layers": ["boolean"],
-        "pruning_score": [StrOptions({"train", "oob"})],
+        "pruning_score": [StrOptions({"train", "oob", "oof"})],
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state", np.random.SeedSequence],
     }
@@ -391,7 +405,12 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         self.stage_fit_seconds_ = np.cumsum([sum(t.values()) for t in times])[: len(layers)]
         return self
 
-    def _tune_fraction(self, X, Y, Yt, fractions, seq):
+    def _tune_fraction(self, X, Y, Yt, fractions, seq, share=True):
+        """Score every PCA size on inner folds (D12). The candidates of a fold share their random streams, so the
+        first layer's fraction-independent work (embedding forests, paths, node filter and weights, the
+        eigen-solution at the largest size, the output-space CV) is the same for all of them: with ``share`` it is
+        done once per fold and each candidate truncates the eigen-solution (identical to fitting each candidate
+        alone with ``solve_fraction`` = the largest size)."""
         n = X.shape[0]
         rng = np.random.default_rng(_child(seq, 0))
         perm = rng.permutation(n)
@@ -401,92 +420,143 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         else:
             n_val = max(1, int(round(float(v) * n)))
             folds = [perm[:n_val]]
-        best, best_score = None, -np.inf
-        for j, f in enumerate(fractions):
-            vals = []
-            for k, val in enumerate(folds):
-                train = np.setdiff1d(np.arange(n), val)
-                layers, scores, _ = self._fit_cascade(X[train], Yt[train], Y[train], f, _child(seq, 1, j, k),
-                                                      keep_all=False)
+        largest = max(fractions, key=_fraction_order)
+        vals = {j: [] for j in range(len(fractions))}
+        for k, val in enumerate(folds):
+            train = np.setdiff1d(np.arange(n), val)
+            fold_seq = _child(seq, 1, k)
+            first = self._first_layer(X[train], Yt[train], fold_seq, largest) if share else None
+            for j, f in enumerate(fractions):
+                layers, scores, _ = self._fit_cascade(X[train], Yt[train], Y[train], f, fold_seq, keep_all=False,
+                                                      solve_fraction=largest, first=first)
                 L = int(np.argmax(scores)) + 1
                 P = self._replay(layers, L, X[val]) * self._y_scale + self._y_mean
-                vals.append(layer_score(self.task_, Y[val], P, Y[train]))
-            score = float(np.mean(vals))
+                vals[j].append(layer_score(self.task_, Y[val], P, Y[train]))
+        best, best_score = None, -np.inf
+        for j, f in enumerate(fractions):
+            score = float(np.mean(vals[j]))
             self.pca_tuning_scores_[f] = score if self.task_ == "multilabel" else -score
             if score > best_score:
                 best, best_score = f, score
         return best
 
-    def _fit_cascade(self, X, Yt, Y, fraction, root, keep_all):
-        """Fit up to ``max_layers`` layers on targets ``Yt`` (standardised for regression); score each layer on
-        ``Y``. Returns the kept layers, the per-layer scores (higher is better) and the time split."""
-        has_x, has_te, has_os = VARIANTS[self.variant]
-        n = X.shape[0]
+    def _embed(self, inp_rf, inp_et, Yt, root, L, fraction, solve_fraction=None, keep_solution=False):
+        """Layer ``L``'s embedding forests and tree embeddings: ``(e_rf, e_et, emb_rf, emb_et, F_rf, F_et)`` and
+        the seconds of forests, paths and PCA."""
+        n = inp_rf.shape[0]
+        t0 = _clock()
+        rng = np.random.default_rng(layer_seed(root, L, _EMB_SAMPLE))
+        m = max(2, int(round(self.embedding_sample * n)))
+        sample = np.sort(rng.choice(n, size=min(m, n), replace=False))
+        e_rf = _forest("rf", self.n_estimators, self.max_features, layer_seed(root, L, _EMB_RF),
+                       self.n_jobs).fit(inp_rf[sample], Yt[sample])
+        e_et = _forest("et", self.n_estimators, self.max_features, layer_seed(root, L, _EMB_ET),
+                       self.n_jobs).fit(inp_et[sample], Yt[sample])
+        t1 = _clock()
+        M_rf = forest_node_indicator(e_rf.estimators_, inp_rf)
+        M_et = forest_node_indicator(e_et.estimators_, inp_et)
+        t2 = _clock()
+        emb_rf = TreeEmbedding(self.max_node_fraction, self.weight_offset, fraction, solve_components=solve_fraction)
+        emb_et = TreeEmbedding(self.max_node_fraction, self.weight_offset, fraction, solve_components=solve_fraction)
+        F_rf = emb_rf.fit_transform(M_rf, keep_solution=keep_solution)
+        F_et = emb_et.fit_transform(M_et, keep_solution=keep_solution)
+        t3 = _clock()
+        return (e_rf, e_et, emb_rf, emb_et, F_rf, F_et), (t1 - t0, t2 - t1, t3 - t2)
+
+    def _os_cv(self, inp_rf, inp_et, Yt, root, L):
+        """Layer ``L``'s output-space inner CV: the fold models, their training rows and the out-of-fold block."""
+        n = inp_rf.shape[0]
         n_os = self.os_n_estimators or self.n_estimators
+        rng = np.random.default_rng(layer_seed(root, L, _OS_SPLIT))
+        folds = np.array_split(rng.permutation(n), self.os_folds)
+        OS = np.zeros_like(Yt)
+        models, fit_rows_of = [], []
+        for k, held in enumerate(folds):
+            fit_rows = np.sort(np.concatenate([folds[j] for j in range(len(folds)) if j != k]))
+            rf = _forest("rf", n_os, self.max_features, layer_seed(root, L, _OS_BASE + 2 * k),
+                         self.n_jobs).fit(inp_rf[fit_rows], Yt[fit_rows])
+            et = _forest("et", n_os, self.max_features, layer_seed(root, L, _OS_BASE + 2 * k + 1),
+                         self.n_jobs).fit(inp_et[fit_rows], Yt[fit_rows])
+            OS[held] = 0.5 * (_predict2d(rf, inp_rf[held]) + _predict2d(et, inp_et[held]))
+            models.append((rf, et))
+            fit_rows_of.append(fit_rows)
+        return models, fit_rows_of, OS
+
+    def _first_layer(self, X, Yt, root, solve_fraction):
+        """The fraction-independent work of layer 1 (it reads X whatever the PCA size), for the candidates of a
+        PCA-size search: embedding forests and embeddings solved at ``solve_fraction``, output-space CV."""
+        has_x, has_te, has_os = VARIANTS[self.variant]
+        first = {}
+        if has_te:
+            first["te"] = self._embed(X, X, Yt, root, 1, solve_fraction, solve_fraction, keep_solution=True)[0]
+        if has_os:
+            first["os"] = self._os_cv(X, X, Yt, root, 1)
+        return first
+
+    def _fit_cascade(self, X, Yt, Y, fraction, root, keep_all, solve_fraction=None, first=None):
+        """Fit up to ``max_layers`` layers on targets ``Yt`` (standardised for regression); score each layer on
+        ``Y``. Returns the kept layers, the per-layer scores (higher is better) and the time split.
+
+        ``solve_fraction``: PCA size layer 1's eigen-problems are solved for (None: ``fraction``; later layers
+        always solve at ``fraction``, their inputs differ between candidates anyway);
+        ``first``: layer 1's shared work from :meth:`_first_layer` (same ``root`` and ``solve_fraction``)."""
+        has_x, has_te, has_os = VARIANTS[self.variant]
         layers, scores, times = [], [], []
         inp_rf = inp_et = X
+        pending_os = None
         for L in range(1, self.max_layers + 1):
             t = dict(embedding_forests=0.0, path_extraction=0.0, pca=0.0, os_cv=0.0, prediction_forests=0.0,
                      scoring=0.0)
             layer = _Layer()
             blocks_rf, blocks_et = ([X], [X]) if has_x else ([], [])
             if has_te:
-                t0 = time.perf_counter()
-                rng = np.random.default_rng(layer_seed(root, L, _EMB_SAMPLE))
-                m = max(2, int(round(self.embedding_sample * n)))
-                sample = np.sort(rng.choice(n, size=min(m, n), replace=False))
-                e_rf = _forest("rf", self.n_estimators, self.max_features, layer_seed(root, L, _EMB_RF),
-                               self.n_jobs).fit(inp_rf[sample], Yt[sample])
-                e_et = _forest("et", self.n_estimators, self.max_features, layer_seed(root, L, _EMB_ET),
-                               self.n_jobs).fit(inp_et[sample], Yt[sample])
-                t1 = time.perf_counter()
-                M_rf = forest_node_indicator(e_rf.estimators_, inp_rf)
-                M_et = forest_node_indicator(e_et.estimators_, inp_et)
-                t2 = time.perf_counter()
-                emb_rf = TreeEmbedding(self.max_node_fraction, self.weight_offset, fraction)
-                emb_et = TreeEmbedding(self.max_node_fraction, self.weight_offset, fraction)
-                F_rf = emb_rf.fit_transform(M_rf)
-                F_et = emb_et.fit_transform(M_et)
-                del M_rf, M_et
-                t3 = time.perf_counter()
+                if L == 1 and first is not None:
+                    t0 = _clock()
+                    e_rf, e_et, shared_rf, shared_et = first["te"][:4]
+                    emb_rf, F_rf = shared_rf.truncated(fraction)
+                    emb_et, F_et = shared_et.truncated(fraction)
+                    t["pca"] = _clock() - t0
+                else:
+                    (e_rf, e_et, emb_rf, emb_et, F_rf, F_et), (t["embedding_forests"], t["path_extraction"],
+                                                               t["pca"]) = self._embed(
+                        inp_rf, inp_et, Yt, root, L, fraction, solve_fraction if L == 1 else None)
                 layer.embedders = {"rf": (e_rf, emb_rf), "et": (e_et, emb_et)}
-                blocks_rf.append(F_et)
+                blocks_rf.append(F_et)   # cross-over
                 blocks_et.append(F_rf)
-                t["embedding_forests"], t["path_extraction"], t["pca"] = t1 - t0, t2 - t1, t3 - t2
             if has_os:
-                t0 = time.perf_counter()
-                rng = np.random.default_rng(layer_seed(root, L, _OS_SPLIT))
-                folds = np.array_split(rng.permutation(n), self.os_folds)
-                OS = np.zeros_like(Yt)
-                models, fit_rows_of = [], []
-                for k, held in enumerate(folds):
-                    fit_rows = np.sort(np.concatenate([folds[j] for j in range(len(folds)) if j != k]))
-                    rf = _forest("rf", n_os, self.max_features, layer_seed(root, L, _OS_BASE + 2 * k),
-                                 self.n_jobs).fit(inp_rf[fit_rows], Yt[fit_rows])
-                    et = _forest("et", n_os, self.max_features, layer_seed(root, L, _OS_BASE + 2 * k + 1),
-                                 self.n_jobs).fit(inp_et[fit_rows], Yt[fit_rows])
-                    OS[held] = 0.5 * (_predict2d(rf, inp_rf[held]) + _predict2d(et, inp_et[held]))
-                    models.append((rf, et))
-                    fit_rows_of.append(fit_rows)
+                t0 = _clock()
+                if L == 1 and first is not None:
+                    models, fit_rows_of, OS = first["os"]
+                elif pending_os is not None:    # computed by the previous layer's "oof" scoring
+                    models, fit_rows_of, OS = pending_os
+                else:
+                    models, fit_rows_of, OS = self._os_cv(inp_rf, inp_et, Yt, root, L)
+                pending_os = None
                 layer.os_models = models
                 layer.os_fit_rows = fit_rows_of     # which training rows grew each fold model
                 layer.os_train = OS                 # the out-of-fold block the training rows received
                 blocks_rf.append(OS)
                 blocks_et.append(OS)
-                t["os_cv"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
+                t["os_cv"] = _clock() - t0
+            t0 = _clock()
             feats_rf, feats_et = _concat(blocks_rf), _concat(blocks_et)
             layer.pred_rf = _forest("rf", self.n_estimators, self.max_features, layer_seed(root, L, _PRED_RF),
                                     self.n_jobs).fit(feats_rf, Yt)
             layer.pred_et = _forest("et", self.n_estimators, self.max_features, layer_seed(root, L, _PRED_ET),
                                     self.n_jobs).fit(feats_et, Yt)
-            t1 = time.perf_counter()
+            t1 = _clock()
             if self.pruning_score == "oob":
                 P = _oob_predict(layer.pred_rf, feats_rf) * self._y_scale + self._y_mean
+            elif self.pruning_score == "oof":
+                # the output-space CV on this layer's features (the next layer's OS block, with its seeds)
+                pending_os = self._os_cv(feats_rf, feats_et, Yt, root, L + 1)
+                P = pending_os[2] * self._y_scale + self._y_mean
+                if not has_os:
+                    pending_os = None
             else:
                 P = layer.predict(feats_rf, feats_et) * self._y_scale + self._y_mean
             scores.append(layer_score(self.task_, Y, P))
-            t["prediction_forests"], t["scoring"] = t1 - t0, time.perf_counter() - t1
+            t["prediction_forests"], t["scoring"] = t1 - t0, _clock() - t1
             times.append(t)
             layers.append(layer)
             # only the best layer so far needs its prediction forests (unless every layer is kept)

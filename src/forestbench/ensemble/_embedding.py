@@ -16,11 +16,18 @@ the scores scikit-learn's ``PCA`` gives on the densified centred matrix, up to t
 Gram form the fitted transform keeps the training indicator matrix and the (rows x components) coefficient matrix
 instead of the (nodes x components) loading matrix, which would be far larger for forests of fully grown trees.
 
+The dense products and the eigen-solver run on one BLAS thread (:func:`_single_blas_thread`): multi-threaded BLAS
+sums in an order that depends on its thread count, so the embedding (and every prediction after it) would depend on
+the machine; and on a loaded machine BLAS threads contend with the forests' threads (the eigen-solve of a 1066 x 1066
+Gram matrix took 4-27 s with two BLAS threads under load against 0.6 s with one). The cascade's parallelism is in
+its forests (``n_jobs``).
+
 :func:`forest_node_indicator` is the only place that builds the indicator matrix, so a compiled version can
 replace it without touching the rest.
 """
 from __future__ import annotations
 
+import copy
 import numbers
 
 import numpy as np
@@ -30,6 +37,18 @@ import scipy.sparse as sp
 from forestbench.projections import ParameterError
 
 __all__ = ["forest_node_indicator", "TreeEmbedding", "n_components_for"]
+
+_BLAS_CONTROLLER = None
+
+
+def _single_blas_thread():
+    """Context manager limiting the BLAS libraries loaded in the process to one thread."""
+    global _BLAS_CONTROLLER
+    from threadpoolctl import ThreadpoolController
+
+    if _BLAS_CONTROLLER is None:   # scanning the loaded libraries costs milliseconds: once per process
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def forest_node_indicator(trees, X):
@@ -69,13 +88,19 @@ class TreeEmbedding:
         PCA size (see :func:`n_components_for`).
     solver : "auto", "gram" or "covariance"
         ``auto`` takes the smaller of the two eigen-problems.
+    solve_components : None, int 1 or float in (0, 1]
+        PCA size the eigen-problem is solved for (None: ``n_components``); the embedding keeps the first
+        ``n_components`` of them. Candidates of a PCA-size search that share it get identical leading components,
+        so one solve at the largest size serves them all (:meth:`truncated`).
     """
 
-    def __init__(self, max_node_fraction=0.95, weight_offset=1.0, n_components=0.2, solver="auto"):
+    def __init__(self, max_node_fraction=0.95, weight_offset=1.0, n_components=0.2, solver="auto",
+                 solve_components=None):
         self.max_node_fraction = max_node_fraction
         self.weight_offset = weight_offset
         self.n_components = n_components
         self.solver = solver
+        self.solve_components = solve_components
 
     # ------------------------------------------------------------------------------------------- indicator
     def fit_indicator(self, M):
@@ -102,13 +127,43 @@ class TreeEmbedding:
         return sp.csr_matrix(W)
 
     # ------------------------------------------------------------------------------------------------- PCA
-    def fit_transform(self, M):
-        """Fit on the training indicator ``M`` (rows x all nodes) and return the training scores."""
-        W = self.fit_indicator(M)
+    def fit_transform(self, M, keep_solution=False):
+        """Fit on the training indicator ``M`` (rows x all nodes) and return the training scores.
+
+        With ``keep_solution`` the eigen-solution (at ``solve_components``) is kept, so that :meth:`truncated`
+        can derive the embedding of any smaller PCA size without solving again."""
+        with _single_blas_thread():
+            W = self.fit_indicator(M)
+            n, c = W.shape
+            k = n_components_for(self.n_components, n, c)
+            k_solve = k if self.solve_components is None else max(
+                k, n_components_for(self.solve_components, n, c))
+            self.mean_ = np.asarray(W.mean(axis=0)).ravel()
+            self._solve(W, k_solve)
+            scores = self._select(k)
+        if not keep_solution:
+            del self._solution
+        return scores
+
+    def truncated(self, n_components):
+        """The embedding with the first components of a fit made with ``keep_solution=True``, and its training
+        scores: identical to a fit with this ``n_components`` and the same ``solve_components``."""
+        if not hasattr(self, "_solution"):
+            raise ParameterError("truncated() needs an embedding fitted with keep_solution=True")
+        n, c = self._solution[1].shape[0], self.kept_columns_.size
+        k = n_components_for(n_components, n, c)
+        if k > self._solution[3].shape[1]:
+            raise ParameterError(f"{k} components asked, the kept solution has {self._solution[3].shape[1]}")
+        other = copy.copy(self)
+        other.n_components = n_components
+        with _single_blas_thread():
+            scores = other._select(k)
+        del other._solution
+        return other, scores
+
+    def _solve(self, W, k):
+        """The ``k`` leading eigenpairs (sign-fixed) of the centred Gram or covariance matrix of ``W``."""
         n, c = W.shape
-        k = n_components_for(self.n_components, n, c)
-        self.n_components_ = k
-        self.mean_ = np.asarray(W.mean(axis=0)).ravel()
         solver = self.solver
         if solver == "auto":
             solver = "gram" if n <= c else "covariance"
@@ -121,23 +176,34 @@ class TreeEmbedding:
             self._loadings = None
             G = self._centred_gram(W)
             vals, vecs = _top_eigh(G.copy(), k)
-            s = np.sqrt(np.clip(vals, 0.0, None))
-            vecs = _fix_signs(vecs)
-            # new rows: (m - mu) Xc^T U / s ; keep the training matrix and U / s instead of the loadings
-            safe = np.where(s > 0, s, 1.0)
-            self._coef = np.where(s > 0, 1.0, 0.0) * vecs / safe
-            # training scores U s, computed exactly as transform() computes them, so that replaying the
-            # training rows through transform() gives bit-identical features
-            scores = G @ self._coef
+            self._solution = ("gram", G, vals, _fix_signs(vecs))
         else:
             C = (W.T @ W).toarray()
             C -= n * np.outer(self.mean_, self.mean_)
             vals, vecs = _top_eigh(C, k)
             # the same sign convention as the Gram form: the largest |score| of each component is positive
             flip = _sign_flip(np.asarray(W @ vecs) - self.mean_ @ vecs)
-            self._loadings = vecs * flip
             self._train = None
-            scores = np.asarray(W @ self._loadings) - self.mean_ @ self._loadings
+            self._solution = ("covariance", W, vals, vecs * flip)
+
+    def _select(self, k):
+        """Keep the first ``k`` components of the solution; return the training scores. Every operation is per
+        component, so the result does not depend on how many components were solved for."""
+        kind, A, vals, vecs = self._solution
+        vals, vecs = vals[:k], np.ascontiguousarray(vecs[:, :k])
+        self.n_components_ = k
+        n = A.shape[0]
+        if kind == "gram":
+            s = np.sqrt(np.clip(vals, 0.0, None))
+            # new rows: (m - mu) Xc^T U / s ; keep the training matrix and U / s instead of the loadings
+            safe = np.where(s > 0, s, 1.0)
+            self._coef = np.where(s > 0, 1.0, 0.0) * vecs / safe
+            # training scores U s, computed exactly as transform() computes them, so that replaying the
+            # training rows through transform() gives bit-identical features
+            scores = A @ self._coef
+        else:
+            self._loadings = vecs
+            scores = np.asarray(A @ self._loadings) - self.mean_ @ self._loadings
         self.explained_variance_ = np.clip(vals, 0.0, None) / max(n - 1, 1)
         return scores
 
@@ -147,9 +213,10 @@ class TreeEmbedding:
             raise ParameterError(f"indicator has {M.shape[1]} node columns, the embedding was fitted on "
                                  f"{self.n_nodes_in_}")
         W = self._weighted(M)
-        if self._loadings is not None:
-            return np.asarray(W @ self._loadings) - self.mean_ @ self._loadings
-        return self._centred_gram(W) @ self._coef
+        with _single_blas_thread():
+            if self._loadings is not None:
+                return np.asarray(W @ self._loadings) - self.mean_ @ self._loadings
+            return self._centred_gram(W) @ self._coef
 
     def _centred_gram(self, W):
         """``(W - mu)(T - mu)^T`` for the training matrix ``T``, without densifying either matrix."""

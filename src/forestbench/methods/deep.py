@@ -24,7 +24,7 @@ def _forests(n, p, d, trees, count, max_features):
 
 
 def _cascade(n, p, d, params):
-    """(seconds, peak MB) of one cascade fit on n rows."""
+    """(seconds, peak MB, seconds of layer 1's fraction-independent work) of one cascade fit on n rows."""
     has_x, has_te, has_os = _VARIANTS.get(params.get("variant", "X_TE"), (True, True, False))
     trees = _int(params, "n_estimators", 150)
     layers = _int(params, "max_layers", 10)
@@ -37,23 +37,29 @@ def _cascade(n, p, d, params):
     width = (p if has_x else 0) + extra
     per_layer = _forests(n, width, d, trees, 2, mf)
     mb = 2 * forest_mb(n, d, trees)
+    shared = 0.0   # layer 1 reads X whatever the PCA size: embedding forests, Gram, eigen-solve, OS CV
     if has_te:
-        per_layer += _forests(n // 2, width, d, trees, 2, mf)
-        per_layer += 2 * (_GRAM_S * n * n * trees + _EIGEN_S * n ** 3)
+        emb = _forests(n // 2, p, d, trees, 2, mf)
+        pca = 2 * (_GRAM_S * n * n * trees + _EIGEN_S * n ** 3)
+        per_layer += _forests(n // 2, width, d, trees, 2, mf) + pca
+        shared += emb + pca
         mb += 2 * forest_mb(n // 2, d, trees) + 2 * (3 * 8.0 * n * n + 12.0 * n * trees * math.log2(max(n, 2))) / 2**20
     if has_os:
         rows = n * (folds - 1) // folds
         per_layer += _forests(rows, width, d, os_trees, 2 * folds, mf)
+        shared += _forests(rows, p, d, os_trees, 2 * folds, mf)
         mb += 2 * folds * forest_mb(rows, d, os_trees)
     kept = layers if params.get("keep_all_layers") else max(1, layers // 2)
-    return layers * per_layer, kept * mb
+    return layers * per_layer, kept * mb, shared
 
 
 def dte_cost(n, p, d, params, *, sparse=False, density=None):
     """Cascade of ``max_layers`` layers: two prediction forests, two embedding forests on half the rows with a
-    Gram-matrix PCA (rows^2 x trees products, rows^3 eigen-solver), 2K output-space forests; times the inner
-    tuning fits when several PCA sizes are given."""
-    seconds, mb = _cascade(n, p, d, params)
+    Gram-matrix PCA (rows^2 x trees products, rows^3 eigen-solver), 2K output-space forests; plus, when several
+    PCA sizes are given, the inner search: per inner fold, layer 1's fraction-independent work once (embedding
+    forests, PCA at the largest size, output-space CV: shared by the candidates) and the rest of one cascade per
+    candidate."""
+    seconds, mb, _ = _cascade(n, p, d, params)
     has_te = _VARIANTS.get(params.get("variant", "X_TE"), (True, True, False))[1]
     fractions = params.get("pca_fractions") or _PAPER_FRACTIONS
     if has_te and len(fractions) > 1:
@@ -62,7 +68,8 @@ def dte_cost(n, p, d, params, *, sparse=False, density=None):
             inner_n, fits = int(n * (1 - v)), len(fractions)
         else:
             inner_n, fits = n * (int(v) - 1) // int(v), len(fractions) * int(v)
-        seconds += fits * _cascade(inner_n, p, d, params)[0]
+        inner, _, shared = _cascade(inner_n, p, d, params)
+        seconds += fits // len(fractions) * (shared + len(fractions) * (inner - shared))
     return Cost(seconds, mb)
 
 
