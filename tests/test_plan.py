@@ -37,7 +37,7 @@ def _plan(**extra):
 
 
 def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict, *, plan=None, n_train=None,
-                  like=None, **params):
+                  like=None, cpu=None, **params):
     """A run record as the fit job writes it (its spec, parameters and training rows); ``like`` =
     (experiment, variant) whose spec it copies when ``experiment``/``variant`` are not in the plan; ``params``
     change the recorded parameters."""
@@ -56,7 +56,8 @@ def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"spec": spec, "experiment": experiment, "dataset": dataset, "variant": variant,
                                 "method": spec["method"], "params": spec["params"], "n_train": n_train,
-                                "fit_wall_s": fit, "predict_wall_s": predict}))
+                                "fit_wall_s": fit, "predict_wall_s": predict,
+                                **({"fit_cpu_s": cpu[0], "predict_cpu_s": cpu[1]} if cpu else {})}))
 
 
 def test_job_counts_follow_the_expansion(tmp_path):
@@ -105,6 +106,17 @@ def test_recorded_times_replace_the_model(tmp_path):
     assert elsewhere.source == "recorded-elsewhere"
     assert elsewhere.core_hours == pytest.approx(5 * 2 * (R.STARTUP_S + 40.0) / 3600)
     assert rows[("a", "linnerud", "rf5")].source == "model"
+
+
+def test_core_hours_come_from_the_records_cpu_time_not_their_loaded_wall_time(tmp_path):
+    # a record made while other work shared the cores: 100 s of wall for 10 s of CPU. The fit takes 10 s on a
+    # machine of its own, which is what a core-hour estimate charges; the time request still covers the 100 s
+    _write_record(tmp_path, "a", "sf2", "rf50", 0, 95.0, 5.0, cpu=(9.0, 1.0))
+    report = make_plan(_plan(), results=tmp_path)
+    own = {(v.experiment, v.dataset, v.variant): v for v in report.variants}[("a", "sf2", "rf50")]
+    assert own.source == "recorded"
+    assert own.wall_s == pytest.approx(R.STARTUP_S + 10.0)
+    assert own.runtime_min * 60 >= R.STARTUP_S + 100.0
 
 
 def test_broken_records_are_named(tmp_path):

@@ -11,8 +11,9 @@ of N, the fits of an experiment travel in ceil(fits / N) SLURM jobs, and so do i
 
 Core-hours of a job are ``threads x wall``; the wall time of a (experiment, dataset, variant) comes from, in order:
 
-1. ``recorded``: the mean ``fit_wall_s + predict_wall_s`` of its own run records under ``--results``, plus the
-   job start-up (``resources.STARTUP_S``);
+1. ``recorded``: the mean ``(fit_cpu_s + predict_cpu_s) / threads`` of its own run records under ``--results``
+   (what the fit takes on cores of its own: a record made on a loaded machine has a longer wall time, not more CPU;
+   ``fit_wall_s + predict_wall_s`` for a record without CPU times), plus the job start-up (``resources.STARTUP_S``);
 2. ``recorded-elsewhere``: the same from records of other experiments or variant names;
 3. ``model``: the method's cost hook (``forestbench.methods``, ``forestbench.resources``) on the registry shape, with
    the protocol's training rows in place of the whole ``n`` (``training_shape``), and the variant's parameters.
@@ -179,6 +180,10 @@ class TimedRecord:
     signature: str | None  # cost_signature of the record; None when the record lacks the fields
     n_train: int | None
     protocol: str | None
+    # (fit_cpu_s + predict_cpu_s) / threads: the fit's duration on a machine it has to itself. A record made while
+    # other work shared the cores has a wall time longer than that (by the load), not more CPU: core-hours are
+    # charged from this; the wall time stays the floor of the time request. The wall time when a record lacks CPU.
+    busy_s: float = float("nan")
 
 
 def cost_signature(method, params, threads, tune) -> str | None:
@@ -210,7 +215,16 @@ def _timed_record(path: Path) -> TimedRecord:
     n_train = record.get("n_train")
     return TimedRecord(str(path), *key, wall, signature,
                        int(n_train) if isinstance(n_train, int) and not isinstance(n_train, bool) else None,
-                       spec.get("protocol"))
+                       spec.get("protocol"), _busy_seconds(record, spec, wall))
+
+
+def _busy_seconds(record: dict, spec: dict, wall: float) -> float:
+    try:
+        cpu = float(record["fit_cpu_s"]) + float(record.get("predict_cpu_s") or 0.0)
+        threads = max(1, int(spec.get("threads") or 1))
+    except (KeyError, TypeError, ValueError):
+        return wall
+    return cpu / threads if math.isfinite(cpu) and cpu >= 0 else wall
 
 
 def read_timings(results: str | Path) -> list[TimedRecord]:
@@ -391,14 +405,17 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                 n_fits += fits
                 signature = cost_signature(variant.method, variant.params, exp.threads, variant.tune)
                 matched = matching(by_dataset.get(dataset, ()), signature, rows, exp.protocol)
-                own = [r.wall_s for r in matched if (r.experiment, r.variant) == (name, variant.name)]
-                other = [r.wall_s for r in matched if (r.experiment, r.variant) != (name, variant.name)]
+                own = [r.busy_s for r in matched if (r.experiment, r.variant) == (name, variant.name)]
+                other = [r.busy_s for r in matched if (r.experiment, r.variant) != (name, variant.name)]
                 ignored = sum(1 for r in by_dataset.get(dataset, ())
                               if (r.experiment, r.variant) == (name, variant.name)) - len(own)
                 final, chunk_cost = variant_cost(exp, variant, fit_shape, sparse)
-                recorded_s = res.STARTUP_S + sum(own) / len(own) if own else None
+                # the time request's floor: what the fit took on the machine it ran on (wall); the estimate of
+                # core-hours: what it would take alone (busy)
+                own_walls = [r.wall_s for r in matched if (r.experiment, r.variant) == (name, variant.name)]
+                recorded_s = res.STARTUP_S + sum(own_walls) / len(own_walls) if own_walls else None
                 if own:
-                    wall, source, n_rec = recorded_s, "recorded", len(own)
+                    wall, source, n_rec = res.STARTUP_S + sum(own) / len(own), "recorded", len(own)
                 elif other:
                     wall, source, n_rec = res.STARTUP_S + sum(other) / len(other), "recorded-elsewhere", len(other)
                 else:
