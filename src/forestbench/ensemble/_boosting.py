@@ -44,7 +44,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -101,7 +101,7 @@ def initial_constants(loss, Y):
     return 0.5 * np.log(ratio)
 
 
-class _BaseBoosting(RegressorMixin, BaseEstimator):
+class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
     _algorithm = "mort"
     _y_scale = 1.0   # power of two the regression targets were divided by (see _fit_coded)
 
@@ -134,12 +134,6 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
         self.monitor_train_loss = monitor_train_loss
         self.tree_builder = tree_builder
         self.line_search = line_search
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags
 
     # -- input checks --------------------------------------------------------------------------------------------
     def _check_X(self, X, reset):

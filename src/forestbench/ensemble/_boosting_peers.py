@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -31,7 +31,7 @@ def _require(module):
         raise ImportError(f"{module} is not installed: install forestbench's optional extra 'peers'") from None
 
 
-class _Peer(RegressorMixin, BaseEstimator):
+class _Peer(MultiOutputMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
         "learning_rate": [Interval(numbers.Real, 0.0, 1.0, closed="right")],
@@ -49,11 +49,6 @@ class _Peer(RegressorMixin, BaseEstimator):
         self.loss = loss
         self.n_jobs = n_jobs
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
 
     def _seed(self):
         return 0 if self.random_state is None else int(self.random_state) % (2 ** 31)
