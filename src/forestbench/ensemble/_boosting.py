@@ -135,6 +135,11 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.tree_builder = tree_builder
         self.line_search = line_search
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     # -- input checks --------------------------------------------------------------------------------------------
     def _check_X(self, X, reset):
         X = validate_data(self, X, reset=reset, dtype=np.float32, accept_sparse=["csr", "csc"],

@@ -50,6 +50,11 @@ class _Peer(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _seed(self):
         return 0 if self.random_state is None else int(self.random_state) % (2 ** 31)
 
@@ -110,6 +115,11 @@ class XGBoostOneOutputPerTree(_XGBoost):
 
 class CatBoostMulti(_Peer):
     """CatBoost with the multi-output losses MultiRMSE / MultiLogloss (symmetric trees)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False  # CatBoost is not given scipy sparse matrices
+        return tags
 
     def _fit(self, X, Y):
         cb = _require("catboost")

@@ -44,6 +44,11 @@ class SingleTargetForestRegressor(MultiOutputMixin, RegressorMixin, BaseEstimato
         self.n_jobs = n_jobs
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         from forestbench.ensemble import RandomForestRegressor
