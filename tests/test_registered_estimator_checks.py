@@ -146,6 +146,7 @@ def _cases():
 CASES, CHECK_IDS = _cases()
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("estimator, check", CASES)
 def test_sklearn_compatible(estimator, check):
