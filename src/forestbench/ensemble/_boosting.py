@@ -44,7 +44,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -101,7 +101,7 @@ def initial_constants(loss, Y):
     return 0.5 * np.log(ratio)
 
 
-class _BaseBoosting(RegressorMixin, BaseEstimator):
+class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
     _algorithm = "mort"
     _y_scale = 1.0   # power of two the regression targets were divided by (see _fit_coded)
 
@@ -137,8 +137,7 @@ class _BaseBoosting(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
+        tags.input_tags.sparse = True
         return tags
 
     # -- input checks --------------------------------------------------------------------------------------------

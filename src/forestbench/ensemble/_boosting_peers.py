@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -31,7 +31,7 @@ def _require(module):
         raise ImportError(f"{module} is not installed: install forestbench's optional extra 'peers'") from None
 
 
-class _Peer(RegressorMixin, BaseEstimator):
+class _Peer(MultiOutputMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
         "learning_rate": [Interval(numbers.Real, 0.0, 1.0, closed="right")],
@@ -52,7 +52,7 @@ class _Peer(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
+        tags.input_tags.sparse = True
         return tags
 
     def _seed(self):
@@ -115,6 +115,11 @@ class XGBoostOneOutputPerTree(_XGBoost):
 
 class CatBoostMulti(_Peer):
     """CatBoost with the multi-output losses MultiRMSE / MultiLogloss (symmetric trees)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False  # CatBoost is not given scipy sparse matrices
+        return tags
 
     def _fit(self, X, Y):
         cb = _require("catboost")

@@ -44,7 +44,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
@@ -57,7 +57,7 @@ from forestbench.linear._stagewise import COLUMN_SCALINGS, forward_stagewise_pat
 __all__ = ["CompressedExtraTreesRegressor"]
 
 
-class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
+class CompressedExtraTreesRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Extra-Trees compressed by an l1-regularised (FS_eps) re-weighting of their node indicators (rET).
 
     Parameters
@@ -146,8 +146,6 @@ class CompressedExtraTreesRegressor(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
         return tags
 
     # ------------------------------------------------------------------------------------------------- helpers

@@ -66,7 +66,7 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -213,7 +213,7 @@ def _concat(blocks):
     return np.ascontiguousarray(np.hstack([np.asarray(b, dtype=np.float32) for b in blocks]))
 
 
-class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
+class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Deep tree-ensemble (DTE paper): a cascade of RF + ET layers with tree-embedding and/or output-space
     features, pruned to the layer with the best training score.
 
@@ -318,12 +318,6 @@ class DeepTreeEnsemble(RegressorMixin, BaseEstimator):
         self.pruning_score = pruning_score
         self.n_jobs = n_jobs
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags
 
     # ------------------------------------------------------------------------------------------------ checks
     def _check_fractions(self):

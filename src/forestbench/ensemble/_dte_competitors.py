@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -66,12 +66,8 @@ def _seed_int(random_state, *keys):
     return int(seq.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
 
 
-class _ScoresMixin(RegressorMixin):
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags
+class _ScoresMixin(MultiOutputMixin, RegressorMixin):
+    """A regressor whose ``predict`` gives one column per output (one score per label for label matrices)."""
 
 
 # ----------------------------------------------------------------------------------------------------- RF + ET

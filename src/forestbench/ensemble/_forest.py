@@ -46,7 +46,7 @@ from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.metrics import r2_score
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -111,7 +111,7 @@ class _TreeStreams:
         self.tree_seed = int(tree.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
 
 
-class _BaseProjectionForest(RegressorMixin, BaseEstimator):
+class _BaseProjectionForest(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Shared logic of :class:`RandomForestRegressor` and :class:`ExtraTreesRegressor`."""
 
     _splitter = "best"
@@ -246,8 +246,6 @@ class _BaseProjectionForest(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
         return tags
 
     def _tree_predict(self, i, X):

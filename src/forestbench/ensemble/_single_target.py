@@ -6,14 +6,14 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 __all__ = ["SingleTargetForestRegressor"]
 
 
-class SingleTargetForestRegressor(RegressorMixin, BaseEstimator):
+class SingleTargetForestRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """One :class:`forestbench.ensemble.RandomForestRegressor` per output column.
 
     Output ``j``'s forest is seeded with the ``j``-th child of ``numpy.random.SeedSequence(random_state)``, so the
@@ -46,7 +46,7 @@ class SingleTargetForestRegressor(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
+        tags.input_tags.sparse = True
         return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
