@@ -28,10 +28,9 @@ PROCESS_PATTERNS = {
     "work-item name": re.compile(r"\bhardening\b|\bwork items?\b", re.I),
     "note of unfinished work": re.compile(r"(?i:\bleft for later\b)|\bTODO\b|\bFIXME\b|\bXXX\b"),
 }
-# Documents checked for PROCESS_PATTERNS too, as paths relative to the repository. Empty on purpose: the documents
-# are cleaned of such words on their own schedule, and each is added here once it is clean (README.md,
-# benchmarks/README.md, config/README.md, config/*.yaml).
-DOC_FILES: list[str] = []
+# Documents checked for PROCESS_PATTERNS too, as paths relative to the repository.
+DOC_FILES: list[str] = ["README.md", "benchmarks/README.md", "config/README.md", "archive/README.md",
+                        "config/config.yaml", "config/thesis.yaml", "config/datasets.yaml"]
 
 
 def _tracked() -> list[str]:
