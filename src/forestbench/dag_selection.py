@@ -37,7 +37,7 @@ from forestbench.errors import DataError
 from forestbench.methods import get_method, load_plugins
 from forestbench.records import code_versions
 from forestbench.selection import capped, choose, evaluate_candidate, seconds_per_stage, stage_cap, summary
-from forestbench.tuning import recompute_requested
+from forestbench.tuning import folds_of, recompute_requested  # noqa: F401 - folds_of used here and re-exported
 from forestbench.variants import RUN_PARAMETERS
 
 def estimator_params(params: dict | None) -> dict:
@@ -63,16 +63,6 @@ def training_part(spec: dict, prepared, split_file):
     if not sp.issparse(Y_fit) and Y_fit.ndim == 2 and Y_fit.shape[1] == 1:
         Y_fit = Y_fit.ravel()
     return X_train, Y_fit, Y_train, train, test, ds.task, data
-
-
-def folds_of(spec: dict, n_train: int, train: np.ndarray, test: np.ndarray, y=None):
-    """Validation folds (positions in the training part), checked never to reach a test row."""
-    folds = tuning.validation_folds(n_train, spec["tune"]["validation"], int(spec["seed"]), y)
-    for fit_rows, val_rows in folds:
-        if np.intersect1d(train[val_rows], test).size or np.intersect1d(train[fit_rows], test).size:
-            raise DataError(f"{spec['experiment']}/{spec['dataset']}: selection rows overlap the test rows of "
-                            f"split {spec['repeat']}; the split file is inconsistent")
-    return folds
 
 
 def _key(what: dict) -> str:

@@ -203,7 +203,7 @@ def _with_selection(estimator, spec: dict, method, task: str, selected: dict | N
         chosen = method.build({**params, **selected["params"]}, spec.get("seed"), task)
         if tune["refit"]:
             return chosen, selected
-        from forestbench.dag_selection import folds_of
+        from forestbench.tuning import folds_of
 
         y_strat = np.asarray(Y_fit).ravel() if stratify else None
         (fit_rows, _), = folds_of(spec, len(train), np.asarray(train), np.asarray(test), y_strat)

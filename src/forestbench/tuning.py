@@ -31,7 +31,7 @@ import os
 
 import numpy as np
 
-from forestbench.errors import ConfigError
+from forestbench.errors import ConfigError, DataError
 
 #: set to 1 to recompute every stored candidate and budget measurement of DAG tuning instead of reusing them
 #: (``forestbench.dag_selection``); the workflow sets it for ``--forcerun tune``, ``--forcerun budget``, ``--forceall``
@@ -185,3 +185,13 @@ def training_rows(protocol: dict, shape: dict | None) -> int | None:
     from forestbench.datasets.splits import training_rows as rows_of
 
     return rows_of(protocol, (shape or {}).get("n"))
+
+
+def folds_of(spec: dict, n_train: int, train: np.ndarray, test: np.ndarray, y=None):
+    """Validation folds (positions in the training part), checked never to reach a test row."""
+    folds = validation_folds(n_train, spec["tune"]["validation"], int(spec["seed"]), y)
+    for fit_rows, val_rows in folds:
+        if np.intersect1d(train[val_rows], test).size or np.intersect1d(train[fit_rows], test).size:
+            raise DataError(f"{spec['experiment']}/{spec['dataset']}: selection rows overlap the test rows of "
+                            f"split {spec['repeat']}; the split file is inconsistent")
+    return folds

@@ -60,7 +60,8 @@ def url(commit: str, path: str, form: str = "raw") -> str:
 
 def entry(files: list[dict]) -> dict:
     return {"task": "multilabel", "status": "available", "shape": {"n": 2, "p": 1, "d": 1},
-            "source": {"kind": "download", "files": files, "layout": {"type": "single", "data": [files[0]["name"]]}},
+            "source": {"kind": "download", "files": files, "layout": {"type": "single", "data": [files[0]["name"]]},
+                       "labels": {"from": "last", "d": 1}},
             "protocols": {"p": {"type": "given"}}}
 
 

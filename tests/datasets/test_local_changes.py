@@ -27,7 +27,8 @@ def setup(tmp_path):
     local.mkdir()
     (local / "t.csv").write_bytes(OLD)
     entry = {"task": "regression", "status": "unavailable", "unavailable_reason": "private", "local_path": str(local),
-             "source": {"kind": "download", "files": [{"name": "t.csv", "format": "csv"}]},
+             "source": {"kind": "download", "files": [{"name": "t.csv", "format": "csv"}],
+                        "labels": {"from": "last", "d": 1}},
              "protocols": {"p": {"type": "given"}}}
     reg = tmp_path / "datasets.yaml"
     reg.write_text(yaml.safe_dump({"datasets": {"tab": entry}}))

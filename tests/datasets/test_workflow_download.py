@@ -48,7 +48,7 @@ def test_fetch_prepare_split_interrupted_then_resumed(http_server, tmp_path):
                            "labels": {"from": "xml", "file": "toy.xml"}},
                 "protocols": {"standard": {"type": "given"}}},
         "gone": {"task": "multilabel", "status": "unavailable", "unavailable_reason": "no public copy",
-                 "source": {"kind": "download", "files": [{"name": "gone.arff"}]},
+                 "source": {"kind": "download", "files": [{"name": "gone.arff"}], "labels": {"from": "last", "d": 3}},
                  "protocols": {"standard": {"type": "given"}}}}}
     (tmp_path / "config" / "datasets.yaml").write_text(yaml.safe_dump(registry))
     config = {"datasets_registry": "config/datasets.yaml", "experiments": {"e": {
