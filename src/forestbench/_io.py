@@ -92,6 +92,20 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def write_text_if_changed(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` (atomically) only when the file does not already hold it, so that its
+    modification time changes exactly when its content does (Snakemake reruns what depends on it); returns the
+    path."""
+    path = Path(path)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    write_text(path, text)
+    return path
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     """Strict JSON: NaN and infinities (which ``json`` would write as bare ``NaN``/``Infinity``, invalid for strict
     readers) become ``null``; whoever writes such a value records why next to it."""

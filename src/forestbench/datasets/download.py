@@ -544,19 +544,13 @@ def local_signature(name: str, entry: dict, lock: ShaLock, directory: str | os.P
     modification time says (a copy that kept an old time, a file replaced by an older one)."""
     import json
 
-    from forestbench._io import write_text
+    from forestbench._io import write_text_if_changed
 
     sums = {rf.stored_name: check_local_file(name, entry, rf, lock, registry)[1] for rf in remote_files(entry)}
     path = Path(directory) / f"{name}.local.json"
     text = json.dumps({"dataset": name, "local_path": str(entry["local_path"]), "sha256": sums}, indent=2,
                       sort_keys=True) + "\n"
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return path
-    except (OSError, UnicodeDecodeError):
-        pass
-    write_text(path, text)
-    return path
+    return write_text_if_changed(path, text)
 
 
 def fetch_dataset(name: str, entry: dict, root: str | os.PathLike | None = None,

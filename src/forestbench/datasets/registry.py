@@ -60,17 +60,11 @@ def prepare_entry(entry: dict) -> dict:
 def write_entry_file(name: str, entry: dict, directory: str | Path = "data/registry") -> Path:
     """Write ``<directory>/<name>.json`` (the :func:`prepare_entry` of ``entry``) only when its content changes, so
     that its modification time tells the workflow exactly which dataset's prepare step is out of date."""
-    from forestbench._io import write_text
+    from forestbench._io import write_text_if_changed
 
     path = Path(directory) / f"{name}.json"
     text = json.dumps({"dataset": name, "entry": prepare_entry(entry)}, indent=2, sort_keys=True) + "\n"
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return path
-    except (OSError, UnicodeDecodeError):
-        pass
-    write_text(path, text)
-    return path
+    return write_text_if_changed(path, text)
 
 
 def read_entry_file(path: str | Path, name: str) -> dict:
