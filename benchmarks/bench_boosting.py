@@ -34,7 +34,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from forestbench.ensemble._boosting import (  # noqa: E402
+from forestbench.boosting._gradient_boosting import (  # noqa: E402
     GBMORTRegressor,
     GBRTRelabelRPORegressor,
     GBRTRPORegressor,

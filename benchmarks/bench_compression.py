@@ -28,8 +28,8 @@ import pandas as pd
 from sklearn.linear_model import lars_path, lasso_path
 
 from forestbench.datasets.embedded import friedman1
-from forestbench.ensemble import ExtraTreesRegressor
-from forestbench.ensemble._compression import CompressedExtraTreesRegressor
+from forestbench.forest import ExtraTreesRegressor
+from forestbench.compression._compressed_trees import CompressedExtraTreesRegressor
 from forestbench.linear import column_scaling_factors, forward_stagewise_path
 from forestbench.tree.indicator import FlatForest, forest_node_indicator
 

@@ -57,10 +57,10 @@ import numpy as np
 
 from forestbench._io import write_json
 from forestbench.datasets.embedded import river_sf2, river_yeast
-from forestbench.ensemble import RandomForestRegressor
-from forestbench.ensemble import _deep
-from forestbench.ensemble._deep import DeepTreeEnsemble
-from forestbench.ensemble._embedding import TreeEmbedding, forest_node_indicator
+from forestbench.forest import RandomForestRegressor
+from forestbench.deep import _cascade as _deep
+from forestbench.deep._cascade import DeepTreeEnsemble
+from forestbench.deep._embedding import TreeEmbedding, forest_node_indicator
 
 
 def peak_mb():
@@ -179,7 +179,7 @@ def cascade_profile(problems, trees, layers, fraction, repeats):
 
 
 def tuning_cost(X, Y, trees, layers, fraction, repeats, folds=5):
-    from forestbench.ensemble._deep import PAPER_PCA_FRACTIONS, _child, _fraction_order, as_seed_sequence
+    from forestbench.deep._cascade import PAPER_PCA_FRACTIONS, _child, _fraction_order, as_seed_sequence
 
     fractions = list(PAPER_PCA_FRACTIONS)
     largest = max(fractions, key=_fraction_order)

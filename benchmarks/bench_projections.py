@@ -29,7 +29,7 @@ from sklearn.ensemble import RandomForestRegressor as SkForest
 from sklearn.metrics import label_ranking_average_precision_score
 
 from forestbench._io import write_json
-from forestbench.ensemble import RandomForestRegressor
+from forestbench.forest import RandomForestRegressor
 
 
 def make_problem(n, p, d, labels_per_row, seed):

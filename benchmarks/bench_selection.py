@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _gbrt(kind: str, stages: int):
     if kind == "forestbench":
-        from forestbench.methods import get_method
+        from forestbench.workflow.methods import get_method
 
         return get_method("gbmort").build({"n_estimators": stages, "max_leaf_nodes": 2, "learning_rate": 0.1},
                                           seed=0)
@@ -46,9 +46,8 @@ def _gbrt(kind: str, stages: int):
 
 
 def bench_staged(repeats: int, stages: int, kind: str) -> dict:
-    from forestbench.selection import GridSelection
-    from forestbench import tuning
-
+    from forestbench.workflow.selection import GridSelection
+    from forestbench.workflow import tuning
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(300, 5))
     y = 10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3] + 5 * X[:, 4] \
@@ -82,7 +81,7 @@ def bench_chunk(repeats: int, chunk: int) -> dict:
     from forestbench.datasets.registry import get_entry
     from forestbench.datasets.splits import make_splits, save_splits
     from forestbench.datasets.store import load_dataset, read_header
-    from forestbench.experiments import Plan, TuneJob
+    from forestbench.workflow.experiments import Plan, TuneJob
 
     os.chdir(REPO)
 
@@ -122,7 +121,7 @@ def bench_chunk(repeats: int, chunk: int) -> dict:
 
 
 PARSE = ("import sys, time, os; t = time.perf_counter(); "
-         "from forestbench.experiments import load_plan, Plan; "
+         "from forestbench.workflow.experiments import load_plan, Plan; "
          "from forestbench.validation import load_yaml; "
          "cfg = load_yaml('config/config.yaml'); "
          "p = Plan(cfg, check_params={check}) if 'check_params' in Plan.__init__.__code__.co_varnames "

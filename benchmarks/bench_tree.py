@@ -185,7 +185,7 @@ def csr_predict(X, y, repeats, inner=20):
 
 def forest_threads(X, y, repeats, n_estimators=32):
     """Fit time of one forest with n_jobs=1 and n_jobs=2 (wall clock), interleaved."""
-    from forestbench.ensemble import RandomForestRegressor
+    from forestbench.forest import RandomForestRegressor
     rows = []
     for r in range(repeats):
         order = [1, 2] if r % 2 == 0 else [2, 1]

@@ -14,10 +14,9 @@ from pathlib import Path
 import numpy as np
 from forestbench.datasets.embedded import river_yeast
 from forestbench.datasets.splits import make_splits
-from forestbench.ensemble._deep import DeepTreeEnsemble
-from forestbench.ensemble import _dte_competitors as C
+from forestbench.deep._cascade import DeepTreeEnsemble
+from forestbench.peers import _dte_competitors as C
 from forestbench import metrics as M
-
 OUT = Path(os.environ.get("OUT", "benchmarks/out/dte_yeast"))
 METRICS = ["hamming_loss", "ranking_loss", "one_error", "micro_average_precision", "micro_auc"]
 PCA = [0.05]

@@ -15,9 +15,9 @@ import yaml
 from forestbench import archive
 from forestbench._io import write_json
 from forestbench.cli import main
-from forestbench.collect import collect
+from forestbench.workflow.collect import collect
 from forestbench.errors import ConfigError, DataError
-from forestbench.experiments import Job, Plan
+from forestbench.workflow.experiments import Job, Plan
 
 REPO = Path(__file__).resolve().parents[1]
 CHAIN = REPO / "benchmarks/results/table_6_1_chain-2026-11-25"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from forestbench.cli import main
-from forestbench.experiments import Job, Plan
+from forestbench.workflow.experiments import Job, Plan
 
 
 def _prepare_and_split(tmp_path, capsys):

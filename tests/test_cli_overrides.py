@@ -2,7 +2,7 @@
 import pytest
 
 from forestbench.errors import ConfigError
-from forestbench.plan import parse_overrides
+from forestbench.workflow.plan import parse_overrides
 from forestbench.validation import apply_cli_overrides, coerce_overrides, parse_cli_config
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from forestbench.datasets.registry import load_registry
 from forestbench.errors import ConfigError
-from forestbench.experiments import Plan
-from forestbench.plan import make_plan
+from forestbench.workflow.experiments import Plan
+from forestbench.workflow.plan import make_plan
 from forestbench.validation import check_workflow_config, load_yaml
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from forestbench.ensemble import ExtraTreesRegressor, RandomForestRegressor
+from forestbench.forest import ExtraTreesRegressor, RandomForestRegressor
 from forestbench.tree import DecisionTreeRegressor
 
 ESTIMATORS = [DecisionTreeRegressor, RandomForestRegressor, ExtraTreesRegressor]

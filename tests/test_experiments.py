@@ -3,8 +3,8 @@ import yaml
 
 from forestbench.datasets.registry import is_available, load_registry, protocol_of
 from forestbench.errors import ConfigError
-from forestbench.experiments import Plan, expand_variants, load_config, load_plan
-from forestbench.plan import make_plan
+from forestbench.workflow.experiments import Plan, expand_variants, load_config, load_plan
+from forestbench.workflow.plan import make_plan
 from forestbench.validation import load_yaml
 
 
@@ -73,8 +73,7 @@ def test_seeds_are_deterministic_and_shared_across_variants(repo_root, monkeypat
 
 
 def test_planned_methods_are_skipped_and_reported(repo_root, monkeypatch):
-    from forestbench import methods
-
+    from forestbench.workflow import methods
     monkeypatch.chdir(repo_root)
     monkeypatch.setitem(methods.PLANNED, "future_boosting", "not written yet")
     cfg = _config(methods=[{"name": "rf", "method": "sklearn_random_forest"},
@@ -156,7 +155,7 @@ def test_unknown_method_names_the_file_and_the_experiment(repo_root, monkeypatch
 PLUGIN = '''
 from sklearn.tree import DecisionTreeRegressor
 
-from forestbench.methods import register
+from forestbench.workflow.methods import register
 
 
 class ShallowTree(DecisionTreeRegressor):
@@ -172,8 +171,7 @@ def test_plugin_given_as_a_file_path(repo_root, tmp_path, monkeypatch):
     import subprocess
     import sys
 
-    from forestbench import methods
-
+    from forestbench.workflow import methods
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "my_methods.py").write_text(PLUGIN)
     monkeypatch.chdir(tmp_path)
@@ -189,7 +187,7 @@ def test_plugin_given_as_a_file_path(repo_root, tmp_path, monkeypatch):
     finally:
         sys.modules.pop("my_methods", None)
     # a fit job is another process: it loads the plugin from the run specification, from the same directory
-    code = ("from forestbench.methods import load_plugins, build_estimator; load_plugins(['plugins/my_methods.py']);"
+    code = ("from forestbench.workflow.methods import load_plugins, build_estimator; load_plugins(['plugins/my_methods.py']);"
             "print(type(build_estimator('shallow_tree_plugin', {'max_depth': 3}, 0)).__name__)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert proc.stdout.strip() == "ShallowTree", proc.stderr
@@ -212,10 +210,10 @@ def test_collect_keeps_only_records_of_the_current_configuration_data_and_packag
 
     import numpy as np
 
-    from forestbench.collect import collect, current, expected_runs
+    from forestbench.workflow.collect import collect, current, expected_runs
     from forestbench.datasets.store import Dataset, read_header, save_dataset
     from forestbench.errors import DataError
-    from forestbench.records import code_versions, write_record
+    from forestbench.workflow.records import code_versions, write_record
 
     monkeypatch.chdir(repo_root)
     plan = Plan(_config(datasets=["linnerud"], metrics=["macro_r2"], max_repeats=2))

@@ -8,7 +8,7 @@ import pytest
 
 from forestbench.datasets.splits import load_split, make_splits, save_splits
 from forestbench.errors import DataError
-from forestbench.plan import read_timings
+from forestbench.workflow.plan import read_timings
 
 
 def test_corrupted_split_file_is_a_one_line_error(tmp_path):

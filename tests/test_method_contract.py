@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from forestbench import methods, resources
+from forestbench.workflow import methods, resources
 from forestbench.errors import ConfigError, DataError
-from forestbench.experiments import Plan
-from forestbench.plan import make_plan
+from forestbench.workflow.experiments import Plan
+from forestbench.workflow.plan import make_plan
 
 TOY = textwrap.dedent('''
     """A toy method for the contract tests: staged predictions that move from 0 towards the training mean."""
@@ -24,8 +24,8 @@ TOY = textwrap.dedent('''
     from sklearn.utils._param_validation import Interval
     from numbers import Integral, Real
 
-    from forestbench.methods import register
-    from forestbench.resources import Cost
+    from forestbench.workflow.methods import register
+    from forestbench.workflow.resources import Cost
 
 
     class ToyStaged(RegressorMixin, BaseEstimator):
@@ -86,13 +86,13 @@ def _config(method_entry, **extra):
 
 
 def test_the_registry_imports_no_estimator():
-    code = ("import sys, forestbench.methods, forestbench.experiments, forestbench.plan; "
-            "heavy = [m for m in ('sklearn', 'forestbench.tree', 'forestbench.ensemble') if m in sys.modules]; "
+    code = ("import sys, forestbench.workflow.methods, forestbench.workflow.experiments, forestbench.workflow.plan; "
+            "heavy = [m for m in ('sklearn', 'forestbench.tree', 'forestbench.forest') if m in sys.modules]; "
             "print(heavy); sys.exit(1 if heavy else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     spec = methods.get_method("random_forest")
-    assert spec.estimator == "forestbench.ensemble:RandomForestRegressor"
+    assert spec.estimator == "forestbench.forest:RandomForestRegressor"
     assert "n_estimators" in spec.parameters() and spec.supports("predict")
 
 
@@ -150,7 +150,7 @@ def test_cost_hooks_size_requests_and_the_plan(toy_plugin, repo_root, monkeypatc
 
 
 def test_folds_never_reach_test_rows():
-    from forestbench.dag_selection import folds_of
+    from forestbench.workflow.dag_selection import folds_of
 
     spec = {"tune": {"validation": {"holdout": 0.5}}, "seed": 0, "experiment": "e", "dataset": "d", "repeat": 0}
     train, test = np.arange(10), np.arange(10, 15)
@@ -228,12 +228,12 @@ def test_a_toy_plugin_runs_through_plan_tune_fit_collect(toy_plugin, workflow_di
 def test_a_time_budget_becomes_stored_stage_caps(toy_plugin, repo_root, monkeypatch, tmp_path):
     """tune.budget: T is measured once, each candidate's cap is stored in the budget file, and the in-job and
     chunk selections both apply the stored caps (so a rerun elsewhere selects alike)."""
-    from forestbench.dag_selection import read_budget, run_budget, run_chunk, select
+    from forestbench.workflow.dag_selection import read_budget, run_budget, run_chunk, select
     from forestbench.datasets.prepare import prepare
     from forestbench.datasets.registry import get_entry
     from forestbench.datasets.splits import make_splits, save_splits
     from forestbench.datasets.store import load_dataset, read_header
-    from forestbench.runner import run
+    from forestbench.workflow.runner import run
 
     monkeypatch.chdir(repo_root)
     entry = {"name": "toy", "method": "toy_staged", "params": {"n_estimators": 10_000},

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from forestbench import resources as R
+from forestbench.workflow import resources as R
 from forestbench.cli import main
 from forestbench.errors import DataError
-from forestbench.experiments import Plan
-from forestbench.experiments import merge_config
-from forestbench.plan import load_config, make_plan, read_timings, suggest_chunk
+from forestbench.workflow.experiments import Plan
+from forestbench.workflow.experiments import merge_config
+from forestbench.workflow.plan import load_config, make_plan, read_timings, suggest_chunk
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = str(REPO / "config" / "datasets.yaml")
@@ -41,8 +41,8 @@ def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict
     """A run record as the fit job writes it (its spec, parameters and training rows); ``like`` =
     (experiment, variant) whose spec it copies when ``experiment``/``variant`` are not in the plan; ``params``
     change the recorded parameters."""
-    from forestbench.experiments import Job
-    from forestbench.plan import training_shape
+    from forestbench.workflow.experiments import Job
+    from forestbench.workflow.plan import training_shape
 
     plan = plan or _plan()
     src_exp, src_var = like or (experiment, variant)
@@ -202,8 +202,8 @@ def test_downloaded_datasets_count_their_raw_files(tmp_path):
 def test_a_tuning_budget_caps_the_planned_candidate_cost():
     # 10 000 boosting iterations per candidate, capped at 20 stages of a stump reference: the planned search costs
     # at most 20 reference stages per candidate, far below the uncapped model, and the refit is capped alike
-    from forestbench.methods import get_method
-    from forestbench.plan import variant_cost
+    from forestbench.workflow.methods import get_method
+    from forestbench.workflow.plan import variant_cost
 
     tune = {"grid": {"learning_rate": [0.1, 0.5], "max_leaf_nodes": [2, 8]}, "validation": {"holdout": 0.2},
             "metric": "macro_r2", "staged": "n_estimators", "mode": "dag", "chunk": 2}
@@ -244,7 +244,7 @@ def _write_candidate(root: Path, name, params, seconds):
 def test_scored_candidates_calibrate_the_tuning_estimate(tmp_path):
     # two candidates measured at 3x and 5x their modelled cost: the chunk estimate is the model's times the
     # measured / modelled ratio over them (4.25x when the larger tree models 3x the stump), labelled recorded
-    from forestbench.methods import get_method
+    from forestbench.workflow.methods import get_method
 
     plan = Plan(_tuned_config(), source="test", schema_dir=REPO / "workflow" / "schemas")
     row = lambda report: next(v for v in report.variants if v.variant == "gb (tuning)")  # noqa: E731
@@ -278,7 +278,7 @@ def test_a_broken_candidate_file_is_named(tmp_path):
 
 def test_training_rows_follow_the_protocol():
     from forestbench.datasets.splits import make_splits
-    from forestbench.tuning import training_rows
+    from forestbench.workflow.tuning import training_rows
 
     shape = {"n": 103, "p": 2, "d": 1}
     for protocol in ({"type": "random", "n_train": 30, "n_test": 50}, {"type": "random", "train_fraction": 0.5},
@@ -292,8 +292,8 @@ def test_training_rows_follow_the_protocol():
 def test_fits_are_charged_on_the_protocols_training_rows(tmp_path):
     # friedman1-chain holds 4300 rows, but the boosting paper's protocol trains on 300 (candidates on 240): the
     # plan charges the fits and the candidates on those rows, not on the whole dataset
-    from forestbench.methods import get_method
-    from forestbench.plan import training_shape, variant_cost
+    from forestbench.workflow.methods import get_method
+    from forestbench.workflow.plan import training_shape, variant_cost
 
     tune = {"grid": {"learning_rate": [0.1, 0.5], "max_leaf_nodes": [2, 8]}, "validation": {"holdout": 0.2},
             "metric": "macro_r2", "staged": "n_estimators", "mode": "dag", "chunk": 4}
@@ -319,7 +319,7 @@ def test_fits_are_charged_on_the_protocols_training_rows(tmp_path):
 def test_the_oracle_is_charged_for_the_models_it_fits():
     # artificial-gbrt fits one single-output model with the chain / group strategies and one per output with the
     # single-target strategy (st-gbrt's cost)
-    from forestbench.methods import get_method
+    from forestbench.workflow.methods import get_method
 
     oracle, st = get_method("artificial_gbrt"), get_method("st_gbrt")
     params = {"n_estimators": 1000, "max_leaf_nodes": 4}
@@ -355,7 +355,7 @@ def test_records_calibrate_only_when_their_parameters_and_rows_match(tmp_path):
 def test_the_fit_time_request_covers_the_estimate_times_the_margin(tmp_path):
     # recorded fits far slower than the model: the request of attempt 1 still covers RUNTIME_MARGIN x the plan's
     # estimate, and the rule's floor (read from the variant's own records) is the plan's estimate
-    from forestbench.plan import recorded_fit_seconds
+    from forestbench.workflow.plan import recorded_fit_seconds
 
     plan = _plan()
     for r in range(3):
@@ -374,7 +374,7 @@ def test_the_fit_time_request_covers_the_estimate_times_the_margin(tmp_path):
 def test_requests_beyond_the_partition_limits_are_capped_and_flagged(tmp_path, capsys):
     import yaml
 
-    from forestbench.plan import flagged
+    from forestbench.workflow.plan import flagged
 
     plan = _plan()
     tiny = R.Limits(mem_mb=900, runtime_min=4)  # below every request's floor (1000 MB, 5 min)
@@ -396,7 +396,7 @@ def test_requests_beyond_the_partition_limits_are_capped_and_flagged(tmp_path, c
 def test_chunks_are_suggested_per_experiment(tmp_path):
     # experiment a's fits take 10 minutes each (records), b's a few seconds: a gets small chunks, b one SLURM job,
     # and the suggested Snakemake runs use the profile's group patterns, one run per chunk size
-    from forestbench.plan import summarize, suggested_runs
+    from forestbench.workflow.plan import summarize, suggested_runs
 
     plan = _plan()
     for dataset, repeats in (("linnerud", 5), ("sf2", 3)):
@@ -446,7 +446,7 @@ def test_local_rules_submit_no_slurm_job(tmp_path):
     # the Snakefile's localrules run where Snakemake runs: the plan counts no SLURM job for them
     import re
 
-    from forestbench.plan import LOCAL_RULES
+    from forestbench.workflow.plan import LOCAL_RULES
 
     text = (REPO / "workflow/rules/common.smk").read_text()
     block = re.search(r"^localrules:\n((?:[ \t]+\w+,?[ \t]*(?:#.*)?\n)+)", text, re.M).group(1)

@@ -14,22 +14,22 @@ import importlib.util
 import pytest
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
-from forestbench import methods
-from forestbench.ensemble._boosting import (ArtificialGBRTRegressor, GBMORTRegressor, GBRTRelabelRPORegressor,
+from forestbench.workflow import methods
+from forestbench.boosting._gradient_boosting import (ArtificialGBRTRegressor, GBMORTRegressor, GBRTRelabelRPORegressor,
                                             GBRTRPORegressor, STGradientBoostingRegressor)
-from forestbench.ensemble._boosting_peers import (CatBoostMulti, LightGBMPerOutput, SklearnGBRTPerOutput,
+from forestbench.peers._boosting_libraries import (CatBoostMulti, LightGBMPerOutput, SklearnGBRTPerOutput,
                                                   XGBoostMultiOutputTree, XGBoostOneOutputPerTree)
-from forestbench.ensemble._compression import CompressedExtraTreesRegressor
-from forestbench.ensemble._deep import DeepTreeEnsemble
-from forestbench.ensemble._dte_competitors import (EnsembleOfClassifierChains, EnsembleOfRegressorChains,
+from forestbench.compression._compressed_trees import CompressedExtraTreesRegressor
+from forestbench.deep._cascade import DeepTreeEnsemble
+from forestbench.peers._dte_competitors import (EnsembleOfClassifierChains, EnsembleOfRegressorChains,
                                                    MultiLabelDeepForest, RakelOverlapping, RandomForestExtraTrees,
                                                    TunedMLkNN, TunedMLP)
-from forestbench.ensemble._single_target import SingleTargetForestRegressor
+from forestbench.forest._single_target import SingleTargetForestRegressor
 from forestbench.linear import LassoCVBaseline
-from forestbench.sklearn_extras import TreeAdaBoostClassifier
+from forestbench.peers._sklearn_compositions import TreeAdaBoostClassifier
 
-# checked by tests/ensemble/test_sklearn_api.py and tests/tree/test_tree_estimator_checks.py
-CHECKED_ELSEWHERE = {"forestbench.ensemble:RandomForestRegressor", "forestbench.ensemble:ExtraTreesRegressor",
+# checked by tests/forest/test_sklearn_api.py and tests/tree/test_tree_estimator_checks.py
+CHECKED_ELSEWHERE = {"forestbench.forest:RandomForestRegressor", "forestbench.forest:ExtraTreesRegressor",
                      "forestbench.tree:DecisionTreeRegressor", "forestbench.tree:ExtraTreeRegressor"}
 # wrapper class -> the library it needs
 PEER_LIBRARIES = {XGBoostMultiOutputTree: "xgboost", XGBoostOneOutputPerTree: "xgboost",

@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
-from forestbench import resources as R
-
-
+from forestbench.workflow import resources as R
 def test_data_mb_closed_form_dense_and_sparse():
     assert R.data_mb(1000, 100, 10) == pytest.approx((12 * 1000 * 100 + 16 * 1000 * 10) / 2**20)
     # sparse: 2 copies x 12 bytes per stored value, density 0.05 of 1000 features = 50 per row
@@ -223,13 +221,13 @@ def test_sparse_entries_of_the_registry():
 def test_every_registered_method_declares_a_cost_hook():
     # the forest model is no default for a linear model, k-NN or naive Bayes: every method of the package states
     # its own cost
-    from forestbench.methods import METHODS
+    from forestbench.workflow.methods import METHODS
 
     assert [name for name, spec in METHODS.items() if spec.cost is None] == []
 
 
 def test_non_tree_costs_follow_their_complexity():
-    from forestbench.methods import get_method
+    from forestbench.workflow.methods import get_method
 
     shape = dict(n=10_000, p=100_000, d=1)
     cost = lambda name, **kw: get_method(name).cost_of(**{**shape, **kw}, params={}, sparse=True)  # noqa: E731
@@ -253,8 +251,8 @@ def test_non_tree_costs_follow_their_complexity():
 def test_table_8_5_linear_requests_stay_within_a_day():
     # thesis Table 8.5 tunes SGD over 36 candidates x 5 folds on 20 newsgroups: the fit job (search included) is
     # charged hours, not the 12.7 days of the forest model
-    from forestbench.experiments import Plan
-    from forestbench.plan import load_config, make_plan
+    from forestbench.workflow.experiments import Plan
+    from forestbench.workflow.plan import load_config, make_plan
 
     config, _ = load_config([Path(__file__).resolve().parents[1] / "config" / "thesis.yaml"])
     config["select"] = {"experiments": ["table_8_5"]}
@@ -270,7 +268,7 @@ def test_an_unknown_method_is_charged_ten_trees_not_a_forest():
     assert R.default_cost(5000, 50, 3, {}).fit_seconds == pytest.approx(
         R.forest_cost(5000, 50, 3, {"n_estimators": R.UNKNOWN_METHOD_TREES}).fit_seconds)
     assert R.default_cost(5000, 50, 3, {"n_estimators": 300}) == R.forest_cost(5000, 50, 3, {"n_estimators": 300})
-    from forestbench.methods import MethodSpec
+    from forestbench.workflow.methods import MethodSpec
 
     spec = MethodSpec("plugin", "sklearn.linear_model:Ridge")
     assert spec.cost_of(5000, 50, 3, {}) == R.default_cost(5000, 50, 3, {})

@@ -9,10 +9,10 @@ from sklearn.metrics import make_scorer
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.tree import DecisionTreeRegressor
 
-from forestbench import tuning
+from forestbench.workflow import tuning
 from forestbench.errors import ConfigError
 from forestbench.metrics import get_metric, macro_r2
-from forestbench.selection import GridSelection, choose, evaluate_candidate
+from forestbench.workflow.selection import GridSelection, choose, evaluate_candidate
 
 
 def _step_problem(n=400, seed=0):
@@ -141,8 +141,8 @@ def test_record_stages_are_log_spaced_with_the_last():
 
 @pytest.mark.parametrize("metric", ["macro_r2", "mse"])
 def test_curves_computed_inside_the_boosting_loop_equal_staged_predictions(metric):
-    from forestbench.methods import get_method
-    from forestbench.selection import _compiled_curve
+    from forestbench.workflow.methods import get_method
+    from forestbench.workflow.selection import _compiled_curve
 
     rng = np.random.default_rng(3)
     X = rng.uniform(size=(200, 4))
@@ -193,7 +193,7 @@ def _spec(method, params, tune, mode, metrics=("mse",)):
 
 
 def _chunks(spec, prepared, split, folder, budget=None):
-    from forestbench.dag_selection import run_chunk
+    from forestbench.workflow.dag_selection import run_chunk
 
     cands = tuning.candidates(spec["tune"], spec["tune"]["seed"])
     docs = []
@@ -207,8 +207,8 @@ def _both_modes(tmp_path, method, params, tune, metrics=("mse",), **data):
     """Records of the same tuned variant run in one job (inner) and as chunk, select and fit jobs (dag)."""
     import json
 
-    from forestbench.dag_selection import read_selected, select
-    from forestbench.runner import run
+    from forestbench.workflow.dag_selection import read_selected, select
+    from forestbench.workflow.runner import run
 
     prepared, split = _toy_files(tmp_path / "data", **data)
     run(_spec(method, params, tune, "inner", metrics), prepared, split, tmp_path / "inner.json")
@@ -279,7 +279,7 @@ def test_stored_candidates_are_not_reused_after_the_data_changes(tmp_path, monke
 def test_an_invalid_stored_candidate_is_recomputed(tmp_path, capsys):
     import json
 
-    from forestbench.dag_selection import select
+    from forestbench.workflow.dag_selection import select
 
     spec = _spec("sklearn_decision_tree", {}, {"grid": {"max_depth": [1, 3]}}, "dag")
     prepared, split = _toy_files(tmp_path / "data")
@@ -307,7 +307,7 @@ def test_an_invalid_stored_candidate_is_recomputed(tmp_path, capsys):
     ("{nope", "unreadable"),
 ])
 def test_an_invalid_budget_file_is_an_error_naming_it(tmp_path, content, message):
-    from forestbench.dag_selection import read_budget
+    from forestbench.workflow.dag_selection import read_budget
     from forestbench.errors import DataError
 
     path = tmp_path / "budget.json"
@@ -317,8 +317,8 @@ def test_an_invalid_budget_file_is_an_error_naming_it(tmp_path, content, message
 
 
 def test_a_grown_budgeted_grid_measures_and_scores_only_the_new_candidate(tmp_path, monkeypatch):
-    from forestbench import dag_selection
-    from forestbench.dag_selection import read_budget, run_budget
+    from forestbench.workflow import dag_selection
+    from forestbench.workflow.dag_selection import read_budget, run_budget
 
     measured = []
 

@@ -10,7 +10,6 @@ import pytest
 from scipy import stats as sst
 
 from forestbench import stats
-
 REF = Path(__file__).resolve().parents[1] / "config" / "reference"
 
 # Demšar (2006), Table 5(a): critical values q_0.05 of the two-tailed Nemenyi test, k = 2..10

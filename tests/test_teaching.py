@@ -50,7 +50,7 @@ def test_our_bagging_matches_sklearn_on_the_slides_problem():
     within Monte-Carlo error (they use different random streams, so only in distribution)."""
     from sklearn.ensemble import BaggingRegressor, RandomForestRegressor as SkForest
 
-    from forestbench.ensemble import RandomForestRegressor
+    from forestbench.forest import RandomForestRegressor
 
     ds = slides_sine(n_test=1, n_test_sets=1)
     tr, _ = ds.given_splits[0]
@@ -116,7 +116,7 @@ def test_our_gini_tree_finds_the_same_root_split():
 
 
 def test_oob_permutation_importance_on_the_fish():
-    from forestbench.ensemble import RandomForestRegressor, oob_permutation_importance
+    from forestbench.forest import RandomForestRegressor, oob_permutation_importance
 
     X, y = fish_samples(seed=0)
     forest = RandomForestRegressor(n_estimators=60, max_features="sqrt", random_state=0).fit(X, y)
@@ -128,7 +128,7 @@ def test_oob_permutation_importance_on_the_fish():
 
 
 def test_oob_permutation_importance_is_exactly_zero_for_unused_features():
-    from forestbench.ensemble import RandomForestRegressor, oob_permutation_importance
+    from forestbench.forest import RandomForestRegressor, oob_permutation_importance
 
     X, y = fish_samples(seed=3)
     forest = RandomForestRegressor(n_estimators=20, max_depth=1, max_features=None, random_state=0).fit(X, y)
@@ -139,7 +139,7 @@ def test_oob_permutation_importance_is_exactly_zero_for_unused_features():
 
 
 def test_oob_permutation_importance_bad_input():
-    from forestbench.ensemble import ExtraTreesRegressor, RandomForestRegressor, oob_permutation_importance
+    from forestbench.forest import ExtraTreesRegressor, RandomForestRegressor, oob_permutation_importance
 
     X, y = fish_samples(n_per_class=30, seed=0)
     with pytest.raises(ValueError, match="bootstrap=True"):

@@ -6,7 +6,7 @@ import numpy as np
 
 from forestbench.cli import main
 from forestbench.datasets.store import Dataset, save_dataset
-from forestbench.experiments import Job, Plan
+from forestbench.workflow.experiments import Job, Plan
 
 
 def test_fit_records_undefined_scores_as_null_with_reason(tmp_path, capsys, repo_root, monkeypatch):

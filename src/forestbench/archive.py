@@ -125,7 +125,7 @@ def _spec_difference(recorded: dict, current: dict) -> list[str]:
 
 # ------------------------------------------------------------------------------------------- configuration side
 def _plan(configfile: Path):
-    from forestbench.experiments import Plan, load_config
+    from forestbench.workflow.experiments import Plan, load_config
 
     config, source = load_config([configfile])
     return Plan(config, source=source, check_params=False)
@@ -153,7 +153,7 @@ def snapshot(plan, experiment: str) -> dict:
 
 def _job_spec(plan, experiment: str, dataset: str, variant: str, repeat: int) -> dict | None:
     """The run specification the configuration gives this job, or None when it has no such job."""
-    from forestbench.experiments import Job
+    from forestbench.workflow.experiments import Job
 
     exp = plan.experiments[experiment]
     if dataset not in plan.config["experiments"][experiment].get("datasets", []) or dataset not in plan.registry:
@@ -169,7 +169,7 @@ def _check_file(kind: str, rel: str, data: bytes, plan, experiment: str) -> None
     doc = _load_json(data, where)
     parts = rel.split("/")
     if kind == "record":
-        from forestbench.collect import REQUIRED_KEYS, record_rows
+        from forestbench.workflow.collect import REQUIRED_KEYS, record_rows
 
         _, _, dataset, variant, name = parts
         missing = [k for k in (*REQUIRED_KEYS, "spec", "provenance", "schema_version") if k not in doc]
@@ -326,7 +326,7 @@ def _data_inputs(plan, experiment: str, dataset: str, data: Path) -> list[Path]:
 def _missing_tuning_inputs(plan, results: Path, chosen) -> list[str]:
     """Restored records of tuned variants whose selection, chunks or budget file will be neither restored nor
     present: Snakemake would recompute those and then refit the record."""
-    from forestbench.experiments import Job
+    from forestbench.workflow.experiments import Job
 
     restored = {rel for _, rel, _, _ in chosen}
     out = []
@@ -445,7 +445,7 @@ def import_scores(scores_csv: Path, archive: Path, plan, experiment: str, note: 
     gives it now."""
     import pandas as pd
 
-    from forestbench.collect import COLUMNS
+    from forestbench.workflow.collect import COLUMNS
 
     scores_csv, archive = Path(scores_csv), Path(archive)
     if experiment not in plan.experiments:
@@ -496,12 +496,12 @@ def import_scores(scores_csv: Path, archive: Path, plan, experiment: str, note: 
 
 # ------------------------------------------------------------------------------------------------------ tables
 def collected(archive: Path, experiment: str, workdir: Path):
-    """The experiment's scores and selection tables from its archived records (``forestbench.collect``, on the
+    """The experiment's scores and selection tables from its archived records (``forestbench.workflow.collect``, on the
     records written out under ``workdir``) and its imported scores table; a record replaces the imported rows of
     its (dataset, variant, repeat)."""
     import pandas as pd
 
-    from forestbench.collect import COLUMNS, collect, collect_selection
+    from forestbench.workflow.collect import COLUMNS, collect, collect_selection
 
     archive, workdir = Path(archive), Path(workdir)
     paths = []
@@ -536,7 +536,7 @@ def collected(archive: Path, experiment: str, workdir: Path):
 
 
 def _write_tables(archive: Path, experiment: str, out_dir: Path) -> tuple[Path, Path, int]:
-    from forestbench.collect import write_scores
+    from forestbench.workflow.collect import write_scores
 
     with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
         scores, selection = collected(archive, experiment, Path(tmp))

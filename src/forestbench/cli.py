@@ -13,9 +13,9 @@ from forestbench.errors import ForestbenchError
 # command modules, in the order of the data flow
 COMMAND_MODULES: list[str] = [
     "forestbench.datasets.cli",
-    "forestbench.pipeline",
+    "forestbench.workflow.pipeline",
     "forestbench.report.cli",
-    "forestbench.plan",
+    "forestbench.workflow.plan",
     "forestbench.archive",
 ]
 

@@ -174,7 +174,7 @@ def test_from_files_docstring_names_only_options_the_schema_knows():
 
 
 def test_joblog_repeats_the_error_message_and_keeps_the_status(tmp_path, capsys):
-    from forestbench.joblog import main
+    from forestbench.workflow.joblog import main
 
     log = tmp_path / "x.log"
     log.write_text("UserWarning: something\nforestbench prepare: error: invalid configuration:\nreg.yaml: a: b\n"

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from forestbench.experiments import Plan
+from forestbench.workflow.experiments import Plan
 from forestbench.metrics import get_metric
 from forestbench.report.experiment import build_experiment_report
 

@@ -5,13 +5,13 @@ import sys
 import pandas as pd
 
 from forestbench.report import build_experiment_report
-from forestbench.variants import variant_names
+from forestbench.workflow.variants import variant_names
 
 
 def test_reports_do_not_import_estimators():
     code = ("import sys, forestbench.report, forestbench.report.cli; "
-            "bad = [m for m in sys.modules if m.startswith(('forestbench.tree', 'forestbench.ensemble', "
-            "'forestbench.methods', 'forestbench.runner'))]; print(bad); sys.exit(1 if bad else 0)")
+            "bad = [m for m in sys.modules if m.startswith(('forestbench.tree', 'forestbench.forest', "
+            "'forestbench.workflow.methods', 'forestbench.workflow.runner'))]; print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -162,7 +162,7 @@ def test_versions_on_the_front_page_and_a_warning_when_mixed(tmp_path):
 
 
 def test_versions_stay_text_and_collect_writes_them(tmp_path):
-    from forestbench.collect import record_rows
+    from forestbench.workflow.collect import record_rows
 
     record = {"experiment": "e", "dataset": "d", "method": "m", "variant": "v", "repeat": 0, "params": {},
               "scores": {"mse": 1.0}, "higher_is_better": {"mse": False},

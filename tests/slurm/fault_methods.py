@@ -9,7 +9,7 @@ import sys
 
 from sklearn.ensemble import RandomForestRegressor
 
-from forestbench.methods import register
+from forestbench.workflow.methods import register
 
 
 def _attempt() -> str | None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from forestbench.experiments import Plan
-from forestbench.plan import load_config, make_plan
+from forestbench.workflow.experiments import Plan
+from forestbench.workflow.plan import load_config, make_plan
 
 pytestmark = pytest.mark.slurm
 

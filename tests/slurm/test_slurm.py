@@ -31,8 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from forestbench import resources as fbres
-
+from forestbench.workflow import resources as fbres
 pytestmark = pytest.mark.slurm
 
 HERE = Path(__file__).resolve().parent

@@ -132,7 +132,7 @@ def test_check_targets_accepts_every_target_format():
     (sp.csr_matrix(np.r_[np.zeros((39, 2)), [[np.inf, 0]]]), "y contains NaN or infinity"),
 ])
 def test_target_errors_name_the_shape_in_tree_and_forest(y, match):
-    from forestbench.ensemble import RandomForestRegressor
+    from forestbench.forest import RandomForestRegressor
 
     X = np.random.RandomState(0).rand(40, 3)
     with pytest.raises(ValueError, match=match):

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from forestbench.datasets.embedded import density_sweep
 from forestbench.errors import ConfigError, DataError
-from forestbench.runner import input_density, predict_layout_of, tree_fingerprint, with_layout
+from forestbench.workflow.runner import input_density, predict_layout_of, tree_fingerprint, with_layout
 from forestbench.tree import DecisionTreeRegressor
 
 

@@ -1,8 +1,8 @@
 """A max_depth beyond any reachable depth means unlimited, in the trees, the forests and the cost model."""
 import numpy as np
 
-from forestbench import resources
-from forestbench.ensemble import RandomForestRegressor
+from forestbench.workflow import resources
+from forestbench.forest import RandomForestRegressor
 from forestbench.tree import DecisionTreeRegressor
 
 

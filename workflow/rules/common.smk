@@ -1,4 +1,4 @@
-# Shared helpers: the expanded plan (forestbench.experiments) and the inputs/parameters rules derive from it.
+# Shared helpers: the expanded plan (forestbench.workflow.experiments) and the inputs/parameters rules derive from it.
 import json
 import os
 import sys
@@ -13,7 +13,7 @@ except ImportError as _exc:
     )
 from forestbench.datasets.download import raw_root, remote_files, unavailable_reason
 from forestbench.datasets.registry import write_entry_file
-from forestbench.experiments import NAME_PATTERN, Job, Plan, TuneJob
+from forestbench.workflow.experiments import NAME_PATTERN, Job, Plan, TuneJob
 
 # Parameters are checked against the estimators (which imports them) once, by the Snakemake process that builds the
 # DAG; the re-parses of cluster and subprocess jobs skip it, and so does their printing of the plan.
@@ -35,8 +35,8 @@ if _MAIN:
         print(f"forestbench: {_line}", file=sys.stderr)
 
 
-# Every rule's shell command ends with `> {log} 2>&1 || python -m forestbench.joblog {log} $?`: the output goes to the
-# job's log and, when the command fails, its error line is repeated on the console (forestbench.joblog).
+# Every rule's shell command ends with `> {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?`: the output goes to the
+# job's log and, when the command fails, its error line is repeated on the console (forestbench.workflow.joblog).
 
 
 localrules:
@@ -99,15 +99,15 @@ def selected_of_job(wildcards):
 
 def _recompute_tuning_when_forced():
     """A forced tune or budget job (--forcerun tune/budget, --forceall) recomputes its stored candidates and
-    timings instead of reusing them (forestbench.dag_selection reads FORESTBENCH_RECOMPUTE_TUNING). Called from the
+    timings instead of reusing them (forestbench.workflow.dag_selection reads FORESTBENCH_RECOMPUTE_TUNING). Called from the
     input functions of those rules, i.e. once the DAG settings are known; the jobs inherit the environment."""
-    import forestbench.tuning
+    import forestbench.workflow.tuning
 
     settings = workflow.dag_settings
     if _MAIN and settings is not None and (
         settings.forceall or {"tune", "budget"} & set(map(str, settings.forcerun))
     ):
-        forestbench.tuning.request_recompute()
+        forestbench.workflow.tuning.request_recompute()
 
 
 def budget_of_chunk(wildcards):
@@ -149,8 +149,8 @@ def all_records_of(wildcards):
 
 def expected_runs_of(wildcards):
     """results/<experiment>/expected_runs.json: what the full configuration expects of each run of the experiment
-    (forestbench.collect.expected_runs), rewritten only when that changes."""
-    from forestbench.collect import write_expected
+    (forestbench.workflow.collect.expected_runs), rewritten only when that changes."""
+    from forestbench.workflow.collect import write_expected
 
     path = f"results/{wildcards.experiment}/expected_runs.json"
     return str(write_expected(FULL_PLAN, wildcards.experiment, path))

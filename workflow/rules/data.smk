@@ -18,7 +18,7 @@ rule prepare:
         raw_dir=raw_root_of,
     shell:
         "python -m forestbench prepare {wildcards.dataset} --entry {input.entry} --raw-dir {params.raw_dir:q} "
-        "--out {output} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "--out {output} > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"
 
 
 rule split:
@@ -38,4 +38,4 @@ rule split:
         protocol=protocol_json,
     shell:
         "python -m forestbench split {wildcards.dataset} --prepared {input} "
-        "--protocol {params.protocol:q} --out {output.npz} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "--protocol {params.protocol:q} --out {output.npz} > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"

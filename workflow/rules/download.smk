@@ -24,7 +24,7 @@ rule fetch:
     retries: 0  # the downloader retries with back-off itself
     shell:
         "python -m forestbench datasets --registry {params.registry} --raw-dir {params.raw_dir:q} "
-        "fetch {wildcards.dataset} --file {wildcards.filename} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "fetch {wildcards.dataset} --file {wildcards.filename} > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"
 
 
 rule fetch_all:

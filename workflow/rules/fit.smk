@@ -31,4 +31,4 @@ rule fit:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "python -m forestbench fit --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
         "--attempt {resources.attempt} --mem-mb {resources.mem_mb} {params.selected} --out {output} "
-        "> {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "> {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"

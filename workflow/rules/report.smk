@@ -22,7 +22,7 @@ rule collect:
         records=all_records_of,
     shell:
         "python -m forestbench collect {wildcards.experiment} --records {params.records} --existing-only "
-        "--expected {input.expected} --out {output.scores} --selection-out {output.selection} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "--expected {input.expected} --out {output.scores} --selection-out {output.selection} > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"
 
 
 rule report_experiment:
@@ -44,7 +44,7 @@ rule report_experiment:
     shell:
         "python -m forestbench report experiment --scores {input.scores} --selection {input.selection} --experiment {wildcards.experiment} "
         "--experiments-json {params.experiments:q} --reference-dir config/reference --out {params.outdir} "
-        "> {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "> {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"
 
 
 rule report_index:
@@ -64,4 +64,4 @@ rule report_index:
         experiments=lambda wildcards: experiments_json(wildcards, all_experiments=True),
     shell:
         "python -m forestbench report index --experiments-json {params.experiments:q} --results results "
-        "--out results/report > {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "--out results/report > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"

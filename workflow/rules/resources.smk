@@ -1,8 +1,8 @@
 # Resource requests of every rule, from the dataset's registry shape, the variant's parameters and Snakemake's
-# `attempt` (a job retried after OUT_OF_MEMORY / TIMEOUT asks `attempt` times more). Models: forestbench.resources.
+# `attempt` (a job retried after OUT_OF_MEMORY / TIMEOUT asks `attempt` times more). Models: forestbench.workflow.resources.
 import sys
 
-from forestbench import resources as fbres
+from forestbench.workflow import resources as fbres
 from forestbench.datasets.registry import get_entry as _registry_entry
 
 
@@ -18,13 +18,13 @@ _COSTS = {}  # (experiment, dataset, variant) -> variant_cost, computed once per
 
 
 def _costs(wildcards):
-    # the method's own cost hook (forestbench.methods), with the tuning work of a tuned variant, on the rows a fit
+    # the method's own cost hook (forestbench.workflow.methods), with the tuning work of a tuned variant, on the rows a fit
     # sees (the protocol's training part), as `forestbench plan` charges it. The same for every repeat, chunk,
     # attempt and resource of a variant, and a tuned variant's sums over its whole grid: computed once (without the
     # cache it was half of the thesis dry run's CPU time, benchmarks/bench_dag.py)
     key = (wildcards.experiment, wildcards.dataset, wildcards.variant)
     if key not in _COSTS:
-        from forestbench.plan import training_shape, variant_cost
+        from forestbench.workflow.plan import training_shape, variant_cost
 
         exp = PLAN.experiments[wildcards.experiment]
         variant = exp.variant(wildcards.variant)
@@ -33,7 +33,7 @@ def _costs(wildcards):
     return _COSTS[key]
 
 
-# Partition limits (forestbench.resources.Limits; environment variables FORESTBENCH_MAX_MEM_MB and
+# Partition limits (forestbench.workflow.resources.Limits; environment variables FORESTBENCH_MAX_MEM_MB and
 # FORESTBENCH_MAX_RUNTIME_MIN, defaults 256 GB and 48 h): a request beyond them is capped there, with a warning
 # naming the job, rather than submitted for SLURM to refuse or to keep pending forever.
 _LIMITS = fbres.limits_from_env()
@@ -42,9 +42,9 @@ _RECORDED = {}  # (experiment, dataset, variant) -> recorded seconds, read once 
 
 
 def _recorded_seconds(wildcards):
-    # the fit's own earlier run records with the same parameters and rows (forestbench.plan): the time request
+    # the fit's own earlier run records with the same parameters and rows (forestbench.workflow.plan): the time request
     # covers RUNTIME_MARGIN x their mean as well as the model's estimate, as `forestbench plan` charges it
-    from forestbench.plan import recorded_fit_seconds, training_shape
+    from forestbench.workflow.plan import recorded_fit_seconds, training_shape
 
     key = (wildcards.experiment, wildcards.dataset, wildcards.variant)
     if key in _RECORDED:

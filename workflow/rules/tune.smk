@@ -25,7 +25,7 @@ rule budget:
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "python -m forestbench budget --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
-        "--out {output} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "--out {output} > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"
 
 
 rule tune:
@@ -52,7 +52,7 @@ rule tune:
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "python -m forestbench tune --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "
-        "--cache {params.cache} {params.budget} --out {output} > {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "--cache {params.cache} {params.budget} --out {output} > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"
 
 
 rule select:
@@ -71,4 +71,4 @@ rule select:
         runtime=light_runtime,
     shell:
         "python -m forestbench select --spec {params.spec:q} --chunks {input} --out {output} "
-        "> {log} 2>&1 || python -m forestbench.joblog {log} $?"
+        "> {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"

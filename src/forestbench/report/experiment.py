@@ -22,7 +22,7 @@ from forestbench.report.data import (TIME_COLUMNS, add_variant_group, complete_r
                                      score_matrix, summarise, versions_text)
 from forestbench.report.kinds import MANIFEST, REPORT_KINDS, Context, ReportFn, Section, report_kind
 from forestbench.report.verdicts import verdict_counts, verdict_text
-from forestbench.variants import variant_names
+from forestbench.workflow.variants import variant_names
 
 __all__ = ["MANIFEST", "REPORT_KINDS", "Context", "ReportFn", "Section", "build_experiment_report", "missing_cells",
            "report_kind", "selection_sections"]

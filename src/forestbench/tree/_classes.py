@@ -629,7 +629,7 @@ class ExtraTreeRegressor(DecisionTreeRegressor):
     in [min, max) of the node's values of each candidate feature) and
     ``max_features=1.0`` (every feature is a candidate, the regression
     default of the Extra-Trees paper). Meant to be averaged in ensembles
-    (see :class:`forestbench.ensemble.ExtraTreesRegressor`); alone it
+    (see :class:`forestbench.forest.ExtraTreesRegressor`); alone it
     overfits. All parameters, the split targets and the sparse formats are
     those of :class:`DecisionTreeRegressor`.
     """

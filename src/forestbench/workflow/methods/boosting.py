@@ -1,0 +1,96 @@
+"""Gradient tree boosting (thesis ch. 6): forestbench's own family, the single-target forests it is compared with,
+and the boosting libraries a researcher would otherwise use (the ``peers`` optional dependencies)."""
+from forestbench.workflow.methods import register
+from forestbench.workflow.resources import Cost, candidate_features, split_outputs
+
+# Calibrated on benchmarks/bench_boosting.py (quiet-machine equivalents): friedman1 n=300 p=5 stumps about 6 us per
+# iteration at d=1 and 39 us per gbmort iteration at d=16; delicious-sized gbrt-rpo about 0.2 s per iteration.
+#: seconds per (sample x candidate feature x split-target factor) of one tree level (presorted builder)
+C_TREE = 1.5e-9
+#: seconds per (sample x output) of one iteration's gradient, line search and score update, square loss
+C_OUTPUT = 4.0e-9
+#: the logistic line search takes 3-4 passes over the samples per output, the absolute loss sorts them
+LOSS_FACTOR = {"square": 1.0, "absolute": 3.0, "logistic": 4.0}
+#: fixed cost of one iteration (tree bookkeeping, projection draw), seconds
+C_ITERATION = 1.0e-6
+
+
+def _int(value, default):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else default
+
+
+def boosting_cost(n, p, d, params, *, sparse=False, density=None, mode="mort"):
+    """Fit + predict seconds and model MB of one boosting variant: a presort (n p log n), then per iteration a tree
+    over the split targets (q outputs; st-gbrt: one output, d trees per iteration) and the per-output work."""
+    import math
+
+    m = _int(params.get("n_estimators"), 100)
+    leaves = _int(params.get("max_leaf_nodes"), 8)
+    k = candidate_features(params.get("max_features"), p)
+    loss = params.get("loss", "square")
+    factor = LOSS_FACTOR.get(loss, 10.0)
+    levels = max(1.0, math.log2(leaves))
+    if mode == "st":            # d single-output trees per iteration
+        trees, q, width, outputs = m * d, 1, 1, 1
+    elif mode == "rpo":         # one scalar tree and one d-vector per iteration
+        trees, q, width, outputs = m, 1, 1, d
+    else:                       # vector leaves; split search on q projected (or d) outputs
+        trees, q, width, outputs = m, split_outputs(params, d), d, d
+    tree = C_TREE * n * (k * (1.0 + q / 4.0) * levels + p) + C_ITERATION
+    seconds = n * p * math.log2(max(n, 2)) * 1e-8 + trees * (tree + C_OUTPUT * n * outputs * factor)
+    nodes = 2 * leaves - 1
+    model_mb = trees * (nodes * 40 + leaves * 8 * width + (8 * d if mode == "rpo" else 0)) / 2 ** 20
+    return Cost(seconds * 1.25, model_mb)
+
+
+def st_boosting_cost(n, p, d, params, *, sparse=False, density=None):
+    return boosting_cost(n, p, d, params, sparse=sparse, density=density, mode="st")
+
+
+def rpo_cost(n, p, d, params, *, sparse=False, density=None):
+    return boosting_cost(n, p, d, params, sparse=sparse, density=density, mode="rpo")
+
+
+def artificial_cost(n, p, d, params, *, sparse=False, density=None):
+    # the oracle fits one model per output only with the single-target strategy; the chain and group strategies
+    # fit one single-output model (on the first output, on the outputs' mean) and replicate it
+    outputs = d if params.get("strategy", "first_output") == "single_target" else 1
+    return boosting_cost(n, p, outputs, params, sparse=sparse, density=density, mode="st")
+
+
+def single_target_forest_cost(n, p, d, params, *, sparse=False, density=None):
+    from forestbench.workflow.resources import forest_cost
+
+    one = forest_cost(n, p, 1, params, sparse=sparse, density=density)
+    return Cost(one.fit_seconds * d, one.model_mb * d)
+
+
+_BOOSTING = "forestbench.boosting"
+register("st_gbrt", f"{_BOOSTING}:STGradientBoostingRegressor", cost=st_boosting_cost,
+         description="single-target gradient boosting (br-gbrt for multi-label): one model per output, trees "
+                     "fitted round-robin (thesis ch.6)")
+register("gbmort", f"{_BOOSTING}:GBMORTRegressor", cost=boosting_cost,
+         description="multi-output gradient boosting, one shared multi-output tree per iteration (thesis Alg. 6.1)")
+register("gbrt_rpo", f"{_BOOSTING}:GBRTRPORegressor", cost=rpo_cost,
+         description="gradient boosting on a random 1-d projection of the residuals per iteration (thesis Alg. 6.2)")
+register("gbrt_relabel_rpo", f"{_BOOSTING}:GBRTRelabelRPORegressor", cost=boosting_cost,
+         description="gradient boosting on projected residuals, leaves relabelled with the residual means "
+                     "(thesis Alg. 6.3)")
+register("artificial_gbrt", f"{_BOOSTING}:ArtificialGBRTRegressor", cost=artificial_cost,
+         description="the friedman1 oracle that knows the output structure (thesis Sec. 6.3.1)")
+register("st_random_forest", "forestbench.forest:SingleTargetForestRegressor",
+         cost=single_target_forest_cost,
+         description="one forestbench random forest per output (st-rf / br-rf, thesis Sec. 6.4)")
+
+# peers (optional extra "peers": xgboost, lightgbm, catboost), imported only when a job builds them
+_PEERS = "forestbench.peers"
+register("xgboost_multi_output_tree", f"{_PEERS}:XGBoostMultiOutputTree", cost=boosting_cost,
+         description="XGBoost (CPU hist) with multi_strategy='multi_output_tree': one vector-leaf tree per round")
+register("xgboost_one_output_per_tree", f"{_PEERS}:XGBoostOneOutputPerTree", cost=st_boosting_cost,
+         description="XGBoost (CPU hist) with multi_strategy='one_output_per_tree'")
+register("catboost_multi", f"{_PEERS}:CatBoostMulti", cost=boosting_cost,
+         description="CatBoost with MultiRMSE (regression) or MultiLogloss (multi-label)")
+register("lightgbm_per_output", f"{_PEERS}:LightGBMPerOutput", cost=st_boosting_cost,
+         description="LightGBM, one model per output")
+register("sklearn_gbrt_per_output", f"{_PEERS}:SklearnGBRTPerOutput", cost=st_boosting_cost,
+         description="scikit-learn GradientBoostingRegressor, one model per output")

@@ -1,0 +1,136 @@
+"""Deep tree-ensembles (DTE paper) and the competitors of its Tables 4-9."""
+from __future__ import annotations
+
+import math
+
+from forestbench.workflow.methods import register
+from forestbench.workflow.resources import Cost, candidate_features, fit_seconds, forest_mb
+
+_PAPER_FRACTIONS = (1, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95)
+_VARIANTS = {"X_TE": (True, True, False), "TE": (False, True, False), "X_OS": (True, False, True),
+             "X_OS_TE": (True, True, True), "X": (True, False, False)}
+_GRAM_S = 4e-9    # seconds per (row pair x tree) of the embedding's Gram products
+_EIGEN_S = 3e-10  # seconds per rows^3 of the eigen-decomposition
+
+
+def _int(params, key, default):
+    value = params.get(key)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value else default
+
+
+def _forests(n, p, d, trees, count, max_features):
+    k = candidate_features(max_features, max(1, p))
+    return count * fit_seconds(max(2, n), max(1, p), d, max(1, trees), max_features=k)
+
+
+def _cascade(n, p, d, params):
+    """(seconds, peak MB, seconds of layer 1's fraction-independent work) of one cascade fit on n rows."""
+    has_x, has_te, has_os = _VARIANTS.get(params.get("variant", "X_TE"), (True, True, False))
+    trees = _int(params, "n_estimators", 150)
+    layers = _int(params, "max_layers", 10)
+    os_trees = _int(params, "os_n_estimators", trees)
+    folds = _int(params, "os_folds", 5)
+    mf = params.get("max_features", "sqrt")
+    fractions = params.get("pca_fractions") or _PAPER_FRACTIONS
+    f = max(1.0 / max(n, 1), max(float(x) if not isinstance(x, int) else 1.0 / max(n, 1) for x in fractions))
+    extra = (int(f * n) if has_te else 0) + (d if has_os else 0)
+    width = (p if has_x else 0) + extra
+    per_layer = _forests(n, width, d, trees, 2, mf)
+    mb = 2 * forest_mb(n, d, trees)
+    shared = 0.0   # layer 1 reads X whatever the PCA size: embedding forests, Gram, eigen-solve, OS CV
+    if has_te:
+        emb = _forests(n // 2, p, d, trees, 2, mf)
+        pca = 2 * (_GRAM_S * n * n * trees + _EIGEN_S * n ** 3)
+        per_layer += _forests(n // 2, width, d, trees, 2, mf) + pca
+        shared += emb + pca
+        mb += 2 * forest_mb(n // 2, d, trees) + 2 * (3 * 8.0 * n * n + 12.0 * n * trees * math.log2(max(n, 2))) / 2**20
+    if has_os:
+        rows = n * (folds - 1) // folds
+        per_layer += _forests(rows, width, d, os_trees, 2 * folds, mf)
+        shared += _forests(rows, p, d, os_trees, 2 * folds, mf)
+        mb += 2 * folds * forest_mb(rows, d, os_trees)
+    kept = layers if params.get("keep_all_layers") else max(1, layers // 2)
+    return layers * per_layer, kept * mb, shared
+
+
+def dte_cost(n, p, d, params, *, sparse=False, density=None):
+    """Cascade of ``max_layers`` layers: two prediction forests, two embedding forests on half the rows with a
+    Gram-matrix PCA (rows^2 x trees products, rows^3 eigen-solver), 2K output-space forests; plus, when several
+    PCA sizes are given, the inner search: per inner fold, layer 1's fraction-independent work once (embedding
+    forests, PCA at the largest size, output-space CV: shared by the candidates) and the rest of one cascade per
+    candidate."""
+    seconds, mb, _ = _cascade(n, p, d, params)
+    has_te = _VARIANTS.get(params.get("variant", "X_TE"), (True, True, False))[1]
+    fractions = params.get("pca_fractions") or _PAPER_FRACTIONS
+    if has_te and len(fractions) > 1:
+        v = params.get("pca_validation", 5)
+        if isinstance(v, float):
+            inner_n, fits = int(n * (1 - v)), len(fractions)
+        else:
+            inner_n, fits = n * (int(v) - 1) // int(v), len(fractions) * int(v)
+        inner, _, shared = _cascade(inner_n, p, d, params)
+        seconds += fits // len(fractions) * (shared + len(fractions) * (inner - shared))
+    return Cost(seconds, mb)
+
+
+def rf_et_cost(n, p, d, params, *, sparse=False, density=None):
+    trees = _int(params, "n_estimators", 150)
+    return Cost(_forests(n, p, d, trees, 2, params.get("max_features", "sqrt")), 2 * forest_mb(n, d, trees))
+
+
+def mldf_cost(n, p, d, params, *, sparse=False, density=None):
+    cv = _int(params, "cv", 5)
+    layers = _int(params, "max_layers", 20)
+    rows = n * (cv - 1) // cv
+    seconds, mb = 0.0, 0.0
+    for layer in range(layers):
+        trees = min(_int(params, "max_n_estimators", 100),
+                    _int(params, "first_n_estimators", 40) + layer * _int(params, "step_n_estimators", 20))
+        seconds += _forests(rows, p + 2 * d, d, trees, 2 * cv, params.get("max_features", "sqrt"))
+        mb = max(mb, 2 * cv * forest_mb(rows, d, trees))
+    return Cost(seconds, 4 * mb)
+
+
+def chains_cost(n, p, d, params, *, sparse=False, density=None):
+    chains = _int(params, "n_chains", 10)
+    seconds = chains * d * fit_seconds(max(2, n), max(1, p + d), 1, 1, max_features=p + d)
+    return Cost(seconds, chains * d * forest_mb(n, 1, 1))
+
+
+def mlp_cost(n, p, d, params, *, sparse=False, density=None):
+    fits = 4 * _int(params, "cv", 5) + 1
+    epochs = _int(params, "max_iter", 300)
+    flops = 6.0 * n * (p * 100 + 100 * 100 + 100 * d) * epochs
+    return Cost(fits * flops * 1e-9, 8.0 * (p * 100 + 100 * 100 + 100 * d) / 2**20)
+
+
+def mlknn_cost(n, p, d, params, *, sparse=False, density=None):
+    fits = 9 * _int(params, "cv", 5) + 1
+    return Cost(fits * 2e-9 * n * n * p + 1.0, 8.0 * n * (p + d) / 2**20)
+
+
+def rakel_cost(n, p, d, params, *, sparse=False, density=None):
+    models = _int(params, "model_count", 2 * d)
+    return Cost(models * 8 * 5e-8 * n * p + 1.0, models * 8 * 8.0 * p / 2**20)
+
+
+# the cascade's task (layer score, target standardisation) comes from the dataset, not from the values of y
+_DTE_TASKS = {"regression": {"task": "regression"}, "multioutput_regression": {"task": "regression"},
+              "multilabel": {"task": "multilabel"}}
+register("deep_tree_ensemble", "forestbench.deep:DeepTreeEnsemble", cost=dte_cost, task_params=_DTE_TASKS,
+         description="deep tree-ensemble: RF+ET layers with tree-embedding and/or output-space features, pruned "
+                     "to the best training layer (DTE paper; variant X_TE, TE, X_OS, X_OS_TE)")
+register("dte_rf_et", "forestbench.peers:RandomForestExtraTrees", cost=rf_et_cost,
+         description="one RF + one ET of the forestbench kernel, averaged (DTE paper's RF+ET baseline)")
+register("dte_mldf", "forestbench.peers:MultiLabelDeepForest", cost=mldf_cost,
+         description="MLDF multi-label deep forest on forestbench forests (DTE paper's main competitor)")
+register("dte_erc", "forestbench.peers:EnsembleOfRegressorChains", cost=chains_cost,
+         description="ensemble of 10 random-order regressor chains of regression trees (scikit-learn)")
+register("dte_ecc", "forestbench.peers:EnsembleOfClassifierChains", cost=chains_cost,
+         description="ensemble of 10 random-order classifier chains of decision trees (scikit-learn)")
+register("dte_mlp", "forestbench.peers:TunedMLP", cost=mlp_cost, task_params=_DTE_TASKS,
+         description="scikit-learn MLP tuned by inner 5-fold CV over {50, 100} neurons x {1, 2} layers")
+register("dte_mlknn", "forestbench.peers:TunedMLkNN", cost=mlknn_cost,
+         description="ML-kNN (scikit-multilearn-ng), k and smoothing by inner 5-fold CV")
+register("dte_rakel", "forestbench.peers:RakelOverlapping", cost=rakel_cost,
+         description="RAkEL-o with linear SVMs on overlapping label subsets of size 3 (scikit-multilearn-ng)")

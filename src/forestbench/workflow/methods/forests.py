@@ -1,0 +1,18 @@
+"""forestbench's own tree estimators (Cython kernel): multi-output, split targets, sparse label matrices."""
+from forestbench.workflow.methods import register
+from forestbench.workflow.resources import forest_cost
+
+
+def single_tree_cost(n, p, d, params, *, sparse=False, density=None):
+    """One tree: the forest model with one tree."""
+    return forest_cost(n, p, d, {**(params or {}), "n_estimators": 1}, sparse=sparse, density=density)
+
+
+register("decision_tree", "forestbench.tree:DecisionTreeRegressor", sparse_y=True, cost=single_tree_cost,
+         description="forestbench DecisionTreeRegressor (multi-output, split targets, sparse labels)")
+register("random_forest", "forestbench.forest:RandomForestRegressor", sparse_y=True, cost=forest_cost,
+         description="forestbench RandomForestRegressor, optionally on random output projections (thesis ch.5)")
+register("extra_trees", "forestbench.forest:ExtraTreesRegressor", sparse_y=True, cost=forest_cost,
+         description="forestbench ExtraTreesRegressor, optionally on random output projections (thesis ch.5)")
+register("extra_tree", "forestbench.tree:ExtraTreeRegressor", sparse_y=True, cost=single_tree_cost,
+         description="forestbench ExtraTreeRegressor (one extremely randomised tree, multi-output)")

@@ -1,0 +1,711 @@
+"""``python -m forestbench plan``: how many jobs a configuration makes, how many core-hours they will take, and how
+to bundle them into SLURM jobs.
+
+Jobs are counted per workflow rule from the experiments expansion (``forestbench.workflow.experiments``), as the Snakefile
+derives them: one ``fetch`` per raw file of a downloaded dataset, one ``prepare`` per dataset, one ``split`` per
+(dataset, protocol), one ``fit`` per (experiment, dataset, runnable variant, repeat), the ``budget``, ``tune`` and
+``select`` jobs of DAG-tuned variants, one ``collect`` and one ``report_experiment`` per experiment with fits, and
+one ``report_index``. This counts everything a fresh run does; Snakemake skips what is already up to date. The SLURM
+profile groups the fit and the tune jobs per experiment (``fit_{experiment}``, ``tune_{experiment}``): with chunks
+of N, the fits of an experiment travel in ceil(fits / N) SLURM jobs, and so do its tune jobs.
+
+Core-hours of a job are ``threads x wall``; the wall time of a (experiment, dataset, variant) comes from, in order:
+
+1. ``recorded``: the mean ``(fit_cpu_s + predict_cpu_s) / threads`` of its own run records under ``--results``
+   (what the fit takes on cores of its own: a record made on a loaded machine has a longer wall time, not more CPU;
+   ``fit_wall_s + predict_wall_s`` for a record without CPU times), plus the job start-up (``resources.STARTUP_S``);
+2. ``recorded-elsewhere``: the same from records of other experiments or variant names;
+3. ``model``: the method's cost hook (``forestbench.workflow.methods``, ``forestbench.workflow.resources``) on the registry shape, with
+   the protocol's training rows in place of the whole ``n`` (``training_shape``), and the variant's parameters.
+
+A record counts only when its method, parameters, threads and tuning specification (``cost_signature``) and its
+training rows (``rows_match``) are the planned fit's: a demo's 10-tree records do not stand for a 150-tree forest.
+The time request of a fit covers ``resources.RUNTIME_MARGIN`` x the larger of the model's estimate and the mean of
+its own matching records (``recorded_fit_seconds``, which the workflow's resources call too).
+
+A tuned variant's candidate-chunk jobs (``tune.mode: dag``) are charged by the method's cost hook, scaled by what
+the candidates already scored under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` took
+(``recorded``: measured seconds / modelled seconds over those candidates, so a first part of the grid calibrates
+the rest, whichever candidates it holds). Run a few chunks, then plan, to size the remainder.
+
+Each other job (fetch, prepare, split, budget, select, collect, reports) is charged one start-up of one core.
+Requests (memory and time of attempt 1) are capped at the partition limits (``resources.Limits``) as the workflow
+caps them, and the capped ones are flagged. Per experiment, a chunk size is suggested so that a SLURM job lasts
+about ``--target-minutes`` (``summarize``), and the experiments are gathered into Snakemake runs by chunk size
+(``suggested_runs``).
+
+Configuration files are read as the Snakefile reads them: ``--configfile`` files replace the default
+``config/config.yaml`` (``--base``), and several ``--configfile`` merge in order, nested mappings key by key (as
+Snakemake merges them); without ``--configfile`` the default is planned.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from forestbench.workflow import resources as res
+from forestbench.errors import ConfigError, DataError
+
+DEFAULT_BASE = "config/config.yaml"
+RULES = ("fetch", "prepare", "split", "budget", "tune", "select", "fit", "collect", "report_experiment", "report_index")
+#: rules that run on the host Snakemake runs on, never as SLURM jobs (``localrules`` of workflow/rules/common.smk)
+LOCAL_RULES = ("fetch", "fetch_all", "select", "collect", "report_experiment", "report_index")
+
+
+def load_config(configfiles: list[str | Path], base: str | Path | None = DEFAULT_BASE,
+                overrides: dict | None = None) -> tuple[dict, str]:
+    """The configuration Snakemake would run with: the ``configfiles`` merged in order, else ``base`` alone, then
+    the ``--config`` overrides."""
+    from forestbench.workflow.experiments import load_config as merged
+
+    files = [Path(f) for f in configfiles] or ([Path(base)] if base else [])
+    return merged(files, overrides)
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """``--config`` items as the Snakefile reads them: parsed as Snakemake parses them, then each string that
+    stands where the schema wants another type read as that type (``forestbench.validation``)."""
+    from forestbench.validation import coerce_overrides, parse_cli_config
+
+    return coerce_overrides(parse_cli_config(items))
+
+
+@dataclass
+class VariantEstimate:
+    experiment: str
+    dataset: str
+    variant: str
+    fits: int  # jobs of this row: fit runs, or candidate-chunk jobs of a "(tuning)" row
+    threads: int
+    wall_s: float  # per job, start-up included
+    source: str  # recorded | recorded-elsewhere | model
+    n_records: int
+    mem_mb: int  # request of attempt 1, capped at the partition limits
+    runtime_min: int  # request of attempt 1, capped at the partition limits
+    rule: str = "fit"  # fit | tune
+    over: list[str] = field(default_factory=list)  # what the uncapped request of attempt 1 asked beyond the limits
+    ignored_records: int = 0  # records of this (experiment, dataset, variant) whose parameters differ from the plan's
+    default_cost: bool = False  # its method registers no cost hook (``resources.default_cost``)
+
+    @property
+    def core_hours(self) -> float:
+        return self.fits * self.threads * self.wall_s / 3600.0
+
+    @property
+    def short(self) -> bool:
+        """Whether the time request is below the estimate x ``RUNTIME_MARGIN`` (a partition cap, or an estimate
+        from other experiments' records that the rule does not read)."""
+        return self.runtime_min * 60.0 < res.RUNTIME_MARGIN * self.wall_s - 60.0
+
+
+@dataclass
+class ExperimentSummary:
+    experiment: str
+    fits: int
+    tune_jobs: int
+    fit_core_hours: float
+    tune_core_hours: float
+    fit_chunk: int  # suggested fit runs per SLURM job
+    tune_chunk: int  # suggested candidate-chunk jobs per SLURM job (1 when there are none)
+    max_mem_mb: int
+    max_runtime_min: int
+    recorded_jobs: int  # jobs whose estimate comes from run records
+    exclusive: bool  # a timing experiment: its SLURM jobs ask for whole nodes
+
+    @property
+    def core_hours(self) -> float:
+        return self.fit_core_hours + self.tune_core_hours
+
+    @property
+    def slurm_jobs(self) -> int:
+        return math.ceil(self.fits / self.fit_chunk) + (math.ceil(self.tune_jobs / self.tune_chunk)
+                                                        if self.tune_jobs else 0)
+
+
+@dataclass
+class PlanReport:
+    jobs: dict[str, int]
+    slurm_jobs: dict[str, int]
+    chunk: int
+    variants: list[VariantEstimate] = field(default_factory=list)
+    other_core_hours: float = 0.0
+    tune_chunk: int = 0
+    limits: res.Limits = field(default_factory=res.Limits)
+    experiment_jobs: dict[str, dict[str, int]] = field(default_factory=dict)  # experiment -> {"fit", "tune"}
+    timing: dict[str, bool] = field(default_factory=dict)  # experiment -> exclusive nodes
+
+    @property
+    def fit_core_hours(self) -> float:
+        """Core-hours of the fit jobs and of the candidate-chunk jobs."""
+        return sum(v.core_hours for v in self.variants)
+
+    @property
+    def core_hours(self) -> float:
+        return self.fit_core_hours + self.other_core_hours
+
+    def to_dict(self, target_minutes: float = 30.0, cores: int = 4) -> dict:
+        summaries = summarize(self, target_minutes, cores)
+        return {
+            "jobs": self.jobs, "slurm_jobs": self.slurm_jobs, "chunk": self.chunk, "tune_chunk": self.tune_chunk,
+            "core_hours": self.core_hours, "fit_core_hours": self.fit_core_hours,
+            "other_core_hours": self.other_core_hours,
+            "limits": {"mem_mb": self.limits.mem_mb, "runtime_min": self.limits.runtime_min},
+            "runtime_margin": res.RUNTIME_MARGIN,
+            "experiments": [dict(asdict(s), core_hours=s.core_hours, slurm_jobs=s.slurm_jobs) for s in summaries],
+            "suggested_runs": suggested_runs(summaries),
+            "slurm_jobs_suggested": sum(s.slurm_jobs for s in summaries) + sum(
+                n for rule, n in self.slurm_jobs.items() if rule not in ("fit", "tune")),
+            "flagged": [dict(asdict(v), core_hours=v.core_hours) for v in flagged(self)],
+            "variants": [dict(asdict(v), core_hours=v.core_hours, short=v.short) for v in self.variants],
+        }
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Run records and what they calibrate
+
+@dataclass(frozen=True)
+class TimedRecord:
+    """What a run record tells the plan: where it ran, how long, and the parameters its time depends on."""
+
+    path: str
+    experiment: str
+    dataset: str
+    variant: str
+    wall_s: float  # fit_wall_s + predict_wall_s
+    signature: str | None  # cost_signature of the record; None when the record lacks the fields
+    n_train: int | None
+    protocol: str | None
+    # (fit_cpu_s + predict_cpu_s) / threads: the fit's duration on a machine it has to itself. A record made while
+    # other work shared the cores has a wall time longer than that (by the load), not more CPU: core-hours are
+    # charged from this; the wall time stays the floor of the time request. The wall time when a record lacks CPU.
+    busy_s: float = float("nan")
+
+
+def cost_signature(method, params, threads, tune) -> str | None:
+    """What a fit's time depends on besides the dataset and its rows: the method, every parameter, the threads and
+    the tuning specification (its seed aside), as canonical JSON. Two runs calibrate each other only when these are
+    equal; anything else (another forest size, cascade depth, ``max_features``, grid) is left to the model."""
+    if method is None or params is None or threads is None:
+        return None
+    tune = {k: v for k, v in (tune or {}).items() if k != "seed"}
+    doc = {"method": method, "params": params, "threads": int(threads), "tune": tune}
+    return json.dumps(json.loads(json.dumps(doc, sort_keys=True, default=str)), sort_keys=True)
+
+
+def _timed_record(path: Path) -> TimedRecord:
+    try:
+        record = json.loads(path.read_text())
+        key = (str(record["experiment"]), str(record["dataset"]), str(record["variant"]))
+        wall = float(record["fit_wall_s"]) + float(record.get("predict_wall_s") or 0.0)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"run record {path} is unreadable ({exc}); delete it or rerun its job") from None
+    except (KeyError, TypeError) as exc:
+        raise DataError(f"run record {path} lacks the field {exc} (experiment, dataset, variant, "
+                        "fit_wall_s are needed)") from None
+    if not math.isfinite(wall) or wall < 0:
+        raise DataError(f"run record {path}: fit_wall_s + predict_wall_s = {wall} is not a duration")
+    spec = record.get("spec") if isinstance(record.get("spec"), dict) else {}
+    signature = cost_signature(record.get("method", spec.get("method")), record.get("params", spec.get("params")),
+                               spec.get("threads"), spec.get("tune"))
+    n_train = record.get("n_train")
+    return TimedRecord(str(path), *key, wall, signature,
+                       int(n_train) if isinstance(n_train, int) and not isinstance(n_train, bool) else None,
+                       spec.get("protocol"), _busy_seconds(record, spec, wall))
+
+
+def _busy_seconds(record: dict, spec: dict, wall: float) -> float:
+    try:
+        cpu = float(record["fit_cpu_s"]) + float(record.get("predict_cpu_s") or 0.0)
+        threads = max(1, int(spec.get("threads") or 1))
+    except (KeyError, TypeError, ValueError):
+        return wall
+    return cpu / threads if math.isfinite(cpu) and cpu >= 0 else wall
+
+
+def read_timings(results: str | Path) -> list[TimedRecord]:
+    """The run records under ``results/runs``; a record that is not valid JSON or lacks the timing fields is an
+    error naming the file."""
+    root = Path(results) / "runs"
+    if not root.is_dir():
+        return []
+    # a name starting with "." is a temporary file of a record being written (or of a killed job)
+    return [_timed_record(path) for path in sorted(root.rglob("*.json")) if not path.name.startswith(".")]
+
+
+def read_own_timings(results: str | Path, experiment: str, dataset: str, variant: str) -> list[TimedRecord]:
+    """The run records of one (experiment, dataset, variant): one folder, cheap enough for a rule's resources."""
+    folder = Path(results) / "runs" / experiment / dataset / variant
+    if not folder.is_dir():
+        return []
+    return [_timed_record(path) for path in sorted(folder.glob("*.json")) if not path.name.startswith(".")]
+
+
+def rows_match(record: TimedRecord, rows: int | None, protocol: str) -> bool:
+    """Whether a record's fit saw the rows the plan charges: its training rows within 5 % of the protocol's (the
+    folds of a K-fold split differ by a row), or, for a given split whose size only the data knows, the same
+    protocol."""
+    if rows is None:
+        return record.protocol == protocol
+    return record.n_train is not None and abs(record.n_train - rows) <= max(1.0, 0.05 * rows)
+
+
+def matching(records, signature: str | None, rows: int | None, protocol: str) -> list[TimedRecord]:
+    if signature is None:
+        return []
+    return [r for r in records if r.signature == signature and rows_match(r, rows, protocol)]
+
+
+def recorded_fit_seconds(results: str | Path, exp, dataset: str, variant, rows: int | None) -> float | None:
+    """Mean wall time of a fit job (start-up included) from the variant's own matching run records, or None: the
+    floor of its time request (``resources.fit_requests(recorded_s=...)``), which the rule and the plan share."""
+    records = read_own_timings(results, exp.name, dataset, variant.name)
+    walls = [r.wall_s for r in matching(records, cost_signature(variant.method, variant.params, exp.threads,
+                                                                 variant.tune), rows, exp.protocol)]
+    return res.STARTUP_S + sum(walls) / len(walls) if walls else None
+
+
+def _selection_rows(variant, n: int) -> tuple[int, int]:
+    """``(validation folds, rows each candidate fit sees)`` of a tuned variant on ``n`` training rows."""
+    validation = variant.tune["validation"]
+    folds = int(validation.get("kfold", 1))
+    fraction = (folds - 1) / folds if "kfold" in validation else 1.0 - float(validation["holdout"])
+    return folds, max(1, int(n * fraction))
+
+
+def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Cost, res.Cost | None]:
+    """``(cost of the final fit job, cost of one candidate-chunk job or None)`` of a variant on a dataset shape,
+    from its method's cost hook. An in-job selection (``tune.mode: inner``) adds every candidate's validation
+    fits to the final fit; a DAG selection charges them to its chunk jobs. A ``tune.budget`` caps the candidates'
+    and the refit's cost at its multiple of one reference stage."""
+    from forestbench.workflow.methods import get_method
+
+    method = get_method(variant.method)
+    n, p, d = res.shape_of(shape)
+    final = method.cost_of(n, p, d, variant.params, sparse=sparse)
+    if not variant.tune:
+        return final, None
+    folds, n_fit = _selection_rows(variant, n)
+    costs = [method.cost_of(n_fit, p, d, {**variant.params, **c}, sparse=sparse) for c in exp.candidates(variant)]
+    budget = variant.tune.get("budget")
+    if budget:
+        # a budget caps every candidate's staged parameter so that its fit lasts at most `multiple` stages of the
+        # reference method (the budget job measures that time; here the reference's cost model gives it), and the
+        # refit of the selection runs at most as many stages
+        reference = budget["reference"]
+        one_stage = get_method(reference["method"]).cost_of(
+            n_fit, p, d, {**reference["params"], variant.tune["staged"]: 1}, sparse=sparse)
+        cap = budget["multiple"] * one_stage.fit_seconds
+        costs = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
+        final = res.Cost(min(final.fit_seconds, cap * n / n_fit), final.model_mb)
+    search = res.Cost(folds * sum(c.fit_seconds for c in costs), max(c.model_mb for c in costs))
+    if variant.tuned_in_dag:
+        per_chunk = search.fit_seconds / max(1, exp.n_chunks(variant))
+        return final, res.Cost(per_chunk, search.model_mb)
+    return res.Cost(final.fit_seconds + search.fit_seconds, max(final.model_mb, search.model_mb)), None
+
+
+def training_shape(shape: dict | None, protocol: dict) -> dict | None:
+    """The registry ``shape`` with ``n`` replaced by the rows a fit sees under ``protocol`` (its training part:
+    300 of friedman1-chain's 4300 rows under the boosting paper's protocol), which is what a fit's time depends on.
+    A ``given`` split's training part is known only from the data: the whole ``n`` then stands for it, an upper
+    bound. Memory requests keep the whole shape, since a fit job loads every row of the prepared data."""
+    from forestbench.workflow.tuning import training_rows
+
+    if not shape:
+        return shape
+    rows = training_rows(protocol, shape)
+    return shape if rows is None else {**shape, "n": rows}
+
+
+def candidate_calibration(results: str | Path, experiment: str, dataset: str, variant, exp, shape: dict | None,
+                          sparse: bool) -> tuple[float, int]:
+    """``(measured / modelled seconds, number of candidates)`` over the candidates of a tuned variant already scored
+    under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` (every repeat); ``(1.0, 0)`` when none is.
+    A candidate file is the chunk job's cache: its ``params`` and ``fit_seconds`` (summed over validation folds)."""
+    from forestbench.workflow.methods import get_method
+
+    folder = Path(results) / "tuning" / experiment / dataset / variant.name / "candidates"
+    if not folder.is_dir():
+        return 1.0, 0
+    method = get_method(variant.method)
+    n, p, d = res.shape_of(shape)
+    folds, n_fit = _selection_rows(variant, n)
+    measured = modelled = 0.0
+    count = 0
+    for path in sorted(folder.glob("*.json")):
+        if path.name.startswith("."):  # a cache file being written
+            continue
+        try:
+            doc = json.loads(path.read_text())
+            seconds, params = float(doc["fit_seconds"]), dict(doc["params"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"tuning candidate {path} is unreadable ({exc}); delete it and rerun its chunk") from None
+        if not (math.isfinite(seconds) and seconds >= 0.0):
+            raise DataError(f"tuning candidate {path}: fit_seconds = {seconds} is not a duration; delete it and "
+                            "rerun its chunk")
+        model = folds * method.cost_of(n_fit, p, d, {**variant.params, **params}, sparse=sparse).fit_seconds
+        measured += seconds
+        modelled += model
+        count += 1
+    if not count or modelled <= 0.0:
+        return 1.0, 0
+    return measured / modelled, count
+
+
+def _raw_file_count(name: str, entry: dict) -> int:
+    if (entry.get("source") or {}).get("kind") != "download":
+        return 0
+    from forestbench.datasets.download import remote_files, unavailable_reason
+
+    return 0 if unavailable_reason(name, entry) else len(remote_files(entry))
+
+
+def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk: int | None = None,
+              limits: res.Limits | None = None) -> PlanReport:
+    """Count jobs and estimate core-hours for an expanded ``forestbench.workflow.experiments.Plan``. ``chunk`` and
+    ``tune_chunk`` (default ``chunk``) are the profile's ``group-components`` of the fit and tune groups, for the
+    SLURM job counts; ``limits`` the partition limits (default ``resources.limits_from_env()``)."""
+    from forestbench.datasets.registry import get_entry
+    from forestbench.workflow.methods import get_method
+
+    tune_chunk = chunk if tune_chunk is None else tune_chunk
+    for name, value in (("--chunk", chunk), ("--tune-chunk", tune_chunk)):
+        if not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be >= 1 (an integer: jobs per SLURM job), got {value!r}")
+    limits = limits or res.limits_from_env()
+    records = read_timings(results)
+    by_dataset: dict[str, list[TimedRecord]] = defaultdict(list)
+    for record in records:
+        by_dataset[record.dataset].append(record)
+
+    datasets, splits = set(), set()
+    jobs = dict.fromkeys(RULES, 0)
+    slurm = {"fit": 0, "tune": 0}
+    experiment_jobs: dict[str, dict[str, int]] = {}
+    timing: dict[str, bool] = {}
+    variants: list[VariantEstimate] = []
+    for name, exp in plan.experiments.items():
+        n_fits = n_tune = 0
+        if not exp.jobs():
+            continue
+        for dataset in exp.datasets:
+            datasets.add(dataset)
+            splits.add((dataset, exp.protocol))
+            entry = get_entry(plan.registry, dataset)
+            shape, sparse = entry.get("shape"), res.is_sparse_entry(entry)
+            fit_shape = training_shape(shape, plan.protocol_spec(dataset, exp.protocol))
+            rows = fit_shape.get("n") if fit_shape is not shape and fit_shape else None
+            for variant in exp.runnable_variants:
+                fits = exp.repeats[dataset]
+                n_fits += fits
+                signature = cost_signature(variant.method, variant.params, exp.threads, variant.tune)
+                matched = matching(by_dataset.get(dataset, ()), signature, rows, exp.protocol)
+                own = [r.busy_s for r in matched if (r.experiment, r.variant) == (name, variant.name)]
+                other = [r.busy_s for r in matched if (r.experiment, r.variant) != (name, variant.name)]
+                ignored = sum(1 for r in by_dataset.get(dataset, ())
+                              if (r.experiment, r.variant) == (name, variant.name)) - len(own)
+                final, chunk_cost = variant_cost(exp, variant, fit_shape, sparse)
+                # the time request's floor: what the fit took on the machine it ran on (wall); the estimate of
+                # core-hours: what it would take alone (busy)
+                own_walls = [r.wall_s for r in matched if (r.experiment, r.variant) == (name, variant.name)]
+                recorded_s = res.STARTUP_S + sum(own_walls) / len(own_walls) if own_walls else None
+                if own:
+                    wall, source, n_rec = res.STARTUP_S + sum(own) / len(own), "recorded", len(own)
+                elif other:
+                    wall, source, n_rec = res.STARTUP_S + sum(other) / len(other), "recorded-elsewhere", len(other)
+                else:
+                    wall = res.cost_job_seconds(final, threads=exp.threads)
+                    source, n_rec = "model", 0
+                no_hook = get_method(variant.method).cost is None
+                req = res.fit_requests(shape, variant.params, 1, cost=final, threads=exp.threads, sparse=sparse,
+                                       recorded_s=recorded_s)
+                capped = limits.cap(req)
+                variants.append(VariantEstimate(name, dataset, variant.name, fits, exp.threads, wall, source,
+                                                n_rec, capped["mem_mb"], capped["runtime"], "fit",
+                                                limits.exceeded(req), ignored, no_hook))
+                if variant.tune and variant.tune["budget"]:
+                    jobs["budget"] += 1
+                if chunk_cost is not None:
+                    n_chunks = fits * exp.n_chunks(variant)
+                    n_tune += n_chunks
+                    jobs["select"] += fits
+                    factor, n_done = candidate_calibration(results, name, dataset, variant, exp, fit_shape,
+                                                           sparse)
+                    req = res.fit_requests(shape, variant.params, 1, cost=chunk_cost, threads=exp.threads,
+                                           sparse=sparse)
+                    if n_done:
+                        chunk_cost = res.Cost(chunk_cost.fit_seconds * factor, chunk_cost.model_mb)
+                    capped = limits.cap(req)
+                    variants.append(VariantEstimate(name, dataset, f"{variant.name} (tuning)", n_chunks,
+                                                    exp.threads, res.cost_job_seconds(chunk_cost, threads=exp.threads),
+                                                    "recorded" if n_done else "model", n_done, capped["mem_mb"],
+                                                    capped["runtime"], "tune", limits.exceeded(req), 0, no_hook))
+        jobs["fit"] += n_fits
+        jobs["tune"] += n_tune
+        slurm["fit"] += math.ceil(n_fits / chunk) if n_fits else 0
+        slurm["tune"] += math.ceil(n_tune / tune_chunk) if n_tune else 0
+        experiment_jobs[name] = {"fit": n_fits, "tune": n_tune}
+        timing[name] = bool(exp.config.get("timing"))
+        jobs["collect"] += 1
+        jobs["report_experiment"] += 1
+    jobs["report_index"] = 1
+    jobs["fetch"] = sum(_raw_file_count(dataset, get_entry(plan.registry, dataset)) for dataset in datasets)
+    jobs["prepare"] = len(datasets)
+    jobs["split"] = len(splits)
+    # the fit and tune groups bundle their jobs; the local rules submit none; every other job is one
+    slurm_jobs = dict(jobs, **slurm, **dict.fromkeys(LOCAL_RULES, 0))
+    other = (sum(jobs.values()) - jobs["fit"] - jobs["tune"]) * res.STARTUP_S / 3600.0
+    return PlanReport(jobs, slurm_jobs, chunk, variants, other, tune_chunk, limits, experiment_jobs, timing)
+
+
+def chunk_for(walls: list[tuple[int, int, float, int]], target_minutes: float, cores: int,
+              max_runtime_min: int) -> int:
+    """Jobs per SLURM job for one group: ``walls`` holds ``(jobs, threads, wall seconds, runtime request)`` per
+    variant. A chunk runs ``cores // threads`` jobs side by side, in waves; it is sized so that its waves of the
+    mean job last about ``target_minutes``, and so that Snakemake's request for it (the sum of its waves' largest
+    time requests) stays within the partition's ``max_runtime_min``. Rounded down to a power of two, so that
+    experiments share a few sizes (``suggested_runs``)."""
+    total = sum(n for n, _, _, _ in walls)
+    if not total:
+        return 1
+    mean_wall = sum(n * w for n, _, w, _ in walls) / total
+    threads = max(t for _, t, _, _ in walls)
+    side_by_side = max(1, cores // threads)
+    waves = max(1, int(target_minutes * 60.0 // max(mean_wall, 1e-9)))
+    largest = max(r for _, _, _, r in walls)
+    waves = min(waves, max(1, max_runtime_min // max(largest, 1)))
+    return 2 ** int(math.floor(math.log2(side_by_side * waves)))
+
+
+def summarize(report: PlanReport, target_minutes: float = 30.0, cores: int = 4) -> list[ExperimentSummary]:
+    """One row per experiment: its jobs, core-hours, suggested chunks and largest requests."""
+    if target_minutes <= 0 or cores < 1:
+        raise ConfigError(f"--target-minutes must be > 0 and --cores >= 1, got {target_minutes} and {cores}")
+    rows: dict[str, list[VariantEstimate]] = defaultdict(list)
+    for v in report.variants:
+        rows[v.experiment].append(v)
+    out = []
+    for name, counts in report.experiment_jobs.items():
+        mine = rows.get(name, [])
+        chunks = {}
+        for rule in ("fit", "tune"):
+            walls = [(v.fits, v.threads, v.wall_s, v.runtime_min) for v in mine if v.rule == rule and v.fits]
+            chunks[rule] = min(chunk_for(walls, target_minutes, cores, report.limits.runtime_min),
+                               max(1, counts[rule]))
+        out.append(ExperimentSummary(
+            name, counts["fit"], counts["tune"],
+            sum(v.core_hours for v in mine if v.rule == "fit"), sum(v.core_hours for v in mine if v.rule == "tune"),
+            chunks["fit"], chunks["tune"], max((v.mem_mb for v in mine), default=0),
+            max((v.runtime_min for v in mine), default=0),
+            sum(v.fits for v in mine if v.source != "model"), report.timing.get(name, False)))
+    return out
+
+
+def suggested_runs(summaries: list[ExperimentSummary]) -> list[dict]:
+    """Snakemake invocations that apply the suggested chunks. Snakemake (9.x) looks a ``group-components`` entry up
+    by the group's pattern (``fit_{experiment}``), never by an experiment's resolved group name (an entry
+    ``fit_table_5_1=16`` is silently ignored), so one invocation has one fit chunk and one tune chunk. Experiments
+    are gathered by their pair of chunks, one invocation each (``--config select=...`` with
+    ``--group-components``), to be run one after another. An experiment whose jobs of a kind fit in one SLURM job
+    anyway joins the invocation with the largest chunk of that kind."""
+    def need(jobs, chunk):
+        return 0 if jobs <= chunk else chunk  # 0: any chunk >= jobs will do
+
+    fixed: dict[tuple[int, int], list[str]] = defaultdict(list)
+    loose: list[tuple[ExperimentSummary, int, int]] = []
+    for s in summaries:
+        if not (s.fits or s.tune_jobs):
+            continue
+        fit, tune = need(s.fits, s.fit_chunk), need(s.tune_jobs, s.tune_chunk)
+        if fit and tune:
+            fixed[(fit, tune)].append(s.experiment)
+        else:
+            loose.append((s, fit, tune))
+    for s, fit, tune in loose:
+        fits_here = [k for k in fixed if (k[0] == fit if fit else k[0] >= s.fits)
+                     and (k[1] == tune if tune else k[1] >= s.tune_jobs)]
+        if fits_here:
+            fixed[max(fits_here)].append(s.experiment)
+        else:
+            own = (fit or 2 ** math.ceil(math.log2(max(s.fits, 1))),
+                   tune or 2 ** math.ceil(math.log2(max(s.tune_jobs, 1))))
+            fixed[own].append(s.experiment)
+    tuned = {s.experiment for s in summaries if s.tune_jobs}
+    out = []
+    for (fit, tune), names in sorted(fixed.items()):
+        components = f"'fit_{{experiment}}={fit}'" + (f" 'tune_{{experiment}}={tune}'" if tuned & set(names) else "")
+        out.append({"experiments": names, "fit_chunk": fit, "tune_chunk": tune,
+                    "args": f"--config 'select={{experiments: [{', '.join(names)}]}}' --group-components {components}"})
+    return out
+
+
+def suggest_chunk(report: PlanReport, target_minutes: float = 30.0, cores: int = 1) -> int:
+    """One chunk for every fit (the smallest of the experiments' suggestions; ``summarize`` gives one per
+    experiment)."""
+    fits = [s.fit_chunk for s in summarize(report, target_minutes, cores) if s.fits]
+    return min(fits) if fits else 1
+
+
+def flagged(report: PlanReport) -> list[VariantEstimate]:
+    """Rows whose request went beyond the partition limits (capped there), or whose time request is below the
+    estimate x the margin."""
+    return [v for v in report.variants if v.over or v.short]
+
+
+def format_report(report: PlanReport, target_minutes: float = 30.0, cores: int = 4, verbose: bool = False,
+                  source: str = "") -> str:
+    summaries = summarize(report, target_minutes, cores)
+    suggested = sum(s.slurm_jobs for s in summaries)
+    gb = lambda mb: f"{mb / 1024:.1f} GB"  # noqa: E731
+    lines = [f"Plan{' of ' + source if source else ''}: {len(summaries)} experiments, {report.jobs['fit']} fit runs, "
+             f"{report.jobs['tune']} candidate-chunk (tune) jobs, {report.core_hours:.1f} core-hours.",
+             "",
+             f"Per experiment (core-hours of its fit and tune jobs; chunk = jobs per SLURM job for ~{target_minutes:g}"
+             f"-minute SLURM jobs on {cores} cores; largest request of attempt 1):",
+             f"  {'experiment':<32} {'fits':>6} {'tune':>6} {'core-h':>9} {'fit/job':>7} {'tune/job':>8} "
+             f"{'SLURM':>6} {'max mem':>9} {'max time':>9}  estimated from"]
+    for s in summaries:
+        jobs = s.fits + s.tune_jobs
+        calibrated = "model" if not s.recorded_jobs else f"records {100.0 * s.recorded_jobs / jobs:.0f}%"
+        lines.append(f"  {s.experiment:<32} {s.fits:>6} {s.tune_jobs:>6} {s.core_hours:>9.1f} {s.fit_chunk:>7} "
+                     f"{(s.tune_chunk if s.tune_jobs else '-'):>8} {s.slurm_jobs:>6} {gb(s.max_mem_mb):>9} "
+                     f"{_duration(s.max_runtime_min * 60.0):>9}  {calibrated}"
+                     + ("  (exclusive nodes)" if s.exclusive else ""))
+    lines.append(f"  {'total':<32} {report.jobs['fit']:>6} {report.jobs['tune']:>6} "
+                 f"{sum(s.core_hours for s in summaries):>9.1f} {'':>7} {'':>8} {suggested:>6}")
+    lines.append("")
+    lines.append("Jobs per rule: " + ", ".join(f"{rule} {report.jobs[rule]}" for rule in RULES)
+                 + f" (total {sum(report.jobs.values())}).")
+    others = sum(n for rule, n in report.slurm_jobs.items() if rule not in ("fit", "tune"))
+    lines.append(f"SLURM jobs: {suggested + others} with the suggested chunks, {sum(report.slurm_jobs.values())} "
+                 f"with fit_{{experiment}}={report.chunk} and tune_{{experiment}}={report.tune_chunk} (--chunk, "
+                 f"--tune-chunk; the profile's default is 8); {others} of them are the other rules' jobs, one each "
+                 f"({', '.join(LOCAL_RULES)} run where Snakemake runs).")
+    sources = defaultdict(int)
+    for v in report.variants:
+        sources[v.source] += v.fits
+    lines.append(f"Core-hours: {report.core_hours:.2f} (fit and tune jobs {report.fit_core_hours:.2f}, other jobs "
+                 f"{report.other_core_hours:.2f}); jobs estimated from "
+                 + ", ".join(f"{k}: {n}" for k, n in sorted(sources.items())) + ".")
+    lines.append("  model: each method's cost hook (forestbench.workflow.resources, forestbench/workflow/methods/*.py) plus "
+                 f"{res.STARTUP_S:g} s of start-up per job; run records replace it where their method, parameters, "
+                 "threads, tuning and training rows match the plan's.")
+    ignored = sum(v.ignored_records for v in report.variants)
+    if ignored:
+        lines.append(f"  {ignored} run record(s) under results/runs were not used: their parameters or rows differ "
+                     "from the configuration's (see --verbose).")
+    lines.append("")
+    runs = suggested_runs(summaries)
+    lines.append(f"Suggested chunks, as {len(runs)} Snakemake run(s) to start one after another: add a line to "
+                 "`snakemake --profile workflow/profiles/slurm --configfile ...`")
+    lines.append("(Snakemake reads one group-components entry per group pattern, fit_{experiment} and "
+                 "tune_{experiment}: experiments with other chunks need runs of their own)")
+    for run in runs:
+        lines.append("  " + run["args"])
+    lines.append("")
+    bad = flagged(report)
+    limit = (f"{gb(report.limits.mem_mb)} of memory, {_duration(report.limits.runtime_min * 60.0)} of time; "
+             "--max-mem-gb / --max-hours here, FORESTBENCH_MAX_MEM_MB / FORESTBENCH_MAX_RUNTIME_MIN for the workflow")
+    if bad:
+        lines.append(f"Flagged requests (partition limits: {limit}; requests beyond are capped there; time "
+                     f"requests are {res.RUNTIME_MARGIN:g} x the estimate):")
+        for v in bad[:40]:
+            why = list(v.over)
+            if v.short and not v.over:
+                why.append(f"time request {v.runtime_min} min < {res.RUNTIME_MARGIN:g} x estimate "
+                           f"{_duration(v.wall_s)}")
+            lines.append(f"  {v.experiment} / {v.dataset} / {v.variant}: " + "; ".join(why))
+        if len(bad) > 40:
+            lines.append(f"  ... and {len(bad) - 40} more (--verbose or --json)")
+    else:
+        lines.append(f"No request beyond the partition limits ({limit}).")
+    defaults = sorted({v.variant for v in report.variants if v.default_cost})
+    if defaults:
+        lines.append("Charged forestbench.workflow.resources.default_cost (their method registers no cost hook): "
+                     + ", ".join(defaults))
+    if verbose:
+        lines.append("")
+        lines.append("Per variant (wall per job incl. start-up; requests of attempt 1, capped):")
+        lines.append(f"  {'experiment':<22} {'dataset':<20} {'variant':<24} {'jobs':>5} {'thr':>3} {'wall/job':>10} "
+                     f"{'core-h':>9} {'mem_mb':>7} {'time':>6}  source")
+        for v in report.variants:
+            what = "candidates" if v.rule == "tune" else "runs"
+            lines.append(f"  {v.experiment:<22} {v.dataset:<20} {v.variant:<24} {v.fits:>5} {v.threads:>3} "
+                         f"{_duration(v.wall_s):>10} {v.core_hours:>9.3f} {v.mem_mb:>7} {v.runtime_min:>5}m  "
+                         f"{v.source}" + (f" ({v.n_records} {what})" if v.n_records else "")
+                         + (f", {v.ignored_records} record(s) not matching" if v.ignored_records else ""))
+    else:
+        lines.append("Per-variant estimates: --verbose (or --json).")
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _run(args) -> int:
+    from forestbench.workflow.experiments import Plan
+
+    configfiles = [f for group in args.configfile for f in group]
+    config, source = load_config(configfiles, args.base, parse_overrides([c for g in args.config for c in g]))
+    plan = Plan(config, source=source)
+    env = res.limits_from_env()
+    limits = res.Limits(
+        mem_mb=int(round(args.max_mem_gb * 1024)) if args.max_mem_gb is not None else env.mem_mb,
+        runtime_min=int(round(args.max_hours * 60)) if args.max_hours is not None else env.runtime_min)
+    report = make_plan(plan, results=args.results, chunk=args.chunk, tune_chunk=args.tune_chunk, limits=limits)
+    if args.json:
+        print(json.dumps(report.to_dict(args.target_minutes, args.cores), indent=2, sort_keys=True))
+    else:
+        print(format_report(report, args.target_minutes, args.cores, args.verbose, source))
+    sys.stdout.flush()
+    return 0
+
+
+def _positive(kind):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return value
+    return parse
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "plan", help="count jobs per rule and estimate core-hours for a configuration (size a cluster allocation)")
+    p.add_argument("--configfile", action="append", nargs="+", default=[], metavar="FILE",
+                   help="configuration file(s), as given to `snakemake --configfile` (they replace --base)")
+    p.add_argument("--base", default=DEFAULT_BASE,
+                   help=f"the Snakefile's default configuration, planned without --configfile (default {DEFAULT_BASE})")
+    p.add_argument("--config", action="append", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="override configuration keys as `snakemake --config` does, e.g. 'select={available: true}'")
+    p.add_argument("--results", default="results", help="where earlier run records are (results/runs/...)")
+    p.add_argument("--chunk", type=_positive(int), default=8,
+                   help="fit runs per SLURM job to count SLURM jobs with (the profile's fit_{experiment}=N; default 8)")
+    p.add_argument("--tune-chunk", type=_positive(int), default=None,
+                   help="candidate-chunk jobs per SLURM job (the profile's tune_{experiment}=N; default --chunk)")
+    p.add_argument("--target-minutes", type=_positive(float), default=30.0,
+                   help="SLURM job length the chunk suggestions aim at (default 30)")
+    p.add_argument("--cores", type=_positive(int), default=4,
+                   help="cores of one SLURM job (the profile's `cores`, default 4): a chunk runs that many "
+                        "single-thread jobs side by side")
+    p.add_argument("--max-mem-gb", type=_positive(float), default=None,
+                   help="memory of a node / partition limit, GB (default FORESTBENCH_MAX_MEM_MB, else 256)")
+    p.add_argument("--max-hours", type=_positive(float), default=None,
+                   help="time limit of the partition, hours (default FORESTBENCH_MAX_RUNTIME_MIN, else 48)")
+    p.add_argument("--verbose", action="store_true", help="also list every (experiment, dataset, variant)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON (every variant included)")
+    p.set_defaults(func=_run)

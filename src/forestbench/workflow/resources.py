@@ -1,0 +1,518 @@
+"""Resource requests (memory, wall time, threads) of the workflow's jobs, as pure functions of a dataset's shape.
+
+The Snakemake rules call these from their ``resources:`` callables, e.g.
+``mem_mb=lambda wc, attempt: resources.mem_mb(n, p, d, attempt, n_estimators=100)``, so that on a cluster every job
+asks for what its dataset needs, and a job killed for memory or time (SLURM states OUT_OF_MEMORY / TIMEOUT) is
+resubmitted by ``--retries`` with ``attempt`` times the first request.
+
+The models below are deliberately simple, stated, upper-bound-ish estimates; ``forestbench plan`` uses the same
+runtime model when no run records exist yet, and recorded times otherwise.
+
+Memory model (MB, before the safety factor)::
+
+    BASE_MB                                   interpreter, numpy/scipy/scikit-learn, the Snakemake job step
+  + inputs    dense: 12 bytes per cell        float64 original + float32 copy the tree builders work on
+              sparse: 2 x 12 bytes per stored value (CSR + CSC copies, value + index)
+  + outputs   16 bytes per (sample, output)   float64 targets and one working copy
+  + trees     n_estimators x nodes x (NODE_BYTES + 8 * d * n_classes)
+              nodes = 2 n / min_samples_leaf (a fully grown tree); the leaf values dominate for many outputs,
+              which is exactly the cost the output projections remove
+
+Runtime model (seconds, one thread)::
+
+    C_FIT * n_estimators * k * n * log2(n) * (1 + d / D_HALF)       k = candidate features per split
+
+``C_FIT`` and ``D_HALF`` were measured with scikit-learn's RandomForestRegressor (sort-based splitter, the slower
+of random forests and extra trees) on a 2-core machine: C = 0.9e-7 to 1.1e-7 s, and the cost grew from d=1 to
+d=64 as 1 + d/32.  Sparse inputs replace ``p`` by the number of stored values per row.  Prediction is charged as
+``PREDICT_FRACTION`` of the fit.  A depth or leaf cap (stumps, boosting) replaces ``log2 n`` by the capped number
+of levels; an output projection charges the split search for ``q`` outputs instead of ``d``.
+
+Check against published times (thesis section 5.3.5, delicious, n=12920, p=500, d=983, 100 trees, k=22): the thesis
+measured 3348 s for the plain forest and 236 / 311 / 1088 s with Gaussian projections q = 1 / 25 / 250; the model
+gives 1847 / 60 / 104 / 513 s, i.e. 1.8x to 4x less (the thesis machine is from 2014, and the model ignores fixed
+per-tree costs). The runtime request's safety factor (3x) and the ``attempt`` scaling of retries cover that gap;
+``forestbench plan`` prefers recorded times as soon as some runs exist.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: memory of a fit process before it touches data: Python, numpy, scipy, scikit-learn, forestbench and the
+#: Snakemake job step that SLURM runs around it (RSS measured ~350 MB; rounded up)
+BASE_MB = 500
+#: bytes per tree node besides its leaf values (feature, threshold, children, impurity, counts)
+NODE_BYTES = 64
+#: seconds per (tree x candidate feature x sample x log2 samples), one thread, sort-based splitter
+C_FIT = 1.5e-7
+#: outputs at which the per-split impurity bookkeeping doubles the cost of a split
+D_HALF = 32.0
+#: prediction time as a fraction of the fit time
+PREDICT_FRACTION = 0.25
+#: start-up of a job (interpreter, imports, loading the data and split, writing the record), seconds: a
+#: ``python -m forestbench fit`` of a 50-tree forest on linnerud (fit + predict 0.03 s) took 2.1-3.0 s of wall time
+#: (1.9-2.4 s of CPU) on a shared 2-core machine; rounded up (it was 20 s, which charged the 406 jobs of the Table
+#: 6.1 friedman1-chain run 2.3 core-hours of start-up when the whole run took 2.1 core-hours of CPU).
+STARTUP_S = 3.0
+#: the time request of a job is this multiple of its estimate (model, or the mean of matching run records)
+RUNTIME_MARGIN = 3.0
+#: the memory request of a job is this multiple of its modelled peak
+MEM_MARGIN = 1.5
+#: default partition limits: a request beyond them is capped there and flagged (``forestbench plan`` lists them,
+#: the DAG build warns). 256 GB is a large general-purpose node, 48 h a common MaxTime of a standard partition.
+#: Override with the environment variables FORESTBENCH_MAX_MEM_MB and FORESTBENCH_MAX_RUNTIME_MIN (read when the
+#: Snakefile is parsed and by ``forestbench plan``), or plan's ``--max-mem-gb`` / ``--max-hours``.
+DEFAULT_MAX_MEM_MB = 256 * 1024
+DEFAULT_MAX_RUNTIME_MIN = 48 * 60
+#: default density assumed for sparse inputs whose density is unknown
+DEFAULT_DENSITY = 0.01
+#: stored values per row assumed for sparse inputs of unknown density: at most this many (text-like data)
+DEFAULT_SPARSE_ROW_NNZ = 500
+#: a dataset whose dense float64 inputs would exceed this is taken as sparse (the store keeps such data sparse)
+DENSE_LIMIT_BYTES = 2**31
+#: requests are rounded up to these units
+MEM_UNIT_MB = 100
+#: parallel efficiency of tree-level parallelism (joblib over trees)
+PARALLEL_EFFICIENCY = 0.8
+
+
+def _check_shape(n: int, p: int, d: int) -> None:
+    for name, value in (("n (samples)", n), ("p (features)", p), ("d (outputs)", d)):
+        if not isinstance(value, (int,)) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"resources: {name} must be a positive integer, got {value!r}")
+
+
+def _check_attempt(attempt: int) -> None:
+    if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+        raise ValueError(f"resources: attempt must be an integer >= 1, got {attempt!r}")
+
+
+def _round_up(value: float, unit: int) -> int:
+    return int(math.ceil(value / unit) * unit)
+
+
+def stored_per_row(p: int, sparse: bool = False, density: float | None = None) -> float:
+    """Stored input values per sample: ``p`` when dense, ``p * density`` (at least 1) when sparse; an unknown
+    density means 1% of ``p`` but at most ``DEFAULT_SPARSE_ROW_NNZ``."""
+    if not sparse:
+        return float(p)
+    if density is None:
+        return max(1.0, min(p * DEFAULT_DENSITY, float(DEFAULT_SPARSE_ROW_NNZ)))
+    if not 0.0 < density <= 1.0:
+        raise ValueError(f"resources: density must be in (0, 1], got {density!r}")
+    return max(1.0, p * density)
+
+
+def data_mb(n: int, p: int, d: int, sparse: bool = False, density: float | None = None) -> float:
+    """Memory of one dataset held for fitting (inputs with their working copies, outputs), in MB."""
+    _check_shape(n, p, d)
+    if sparse:
+        x_bytes = 2 * 12 * n * stored_per_row(p, True, density)
+    else:
+        x_bytes = 12.0 * n * p
+    y_bytes = 16.0 * n * d
+    return (x_bytes + y_bytes) / 2**20
+
+
+def tree_nodes(n: int, min_samples_leaf: int = 1, max_depth: int | None = None,
+               max_leaf_nodes: int | None = None) -> float:
+    """Upper bound on the nodes of one tree: ``2 n / min_samples_leaf``, fewer when the depth or leaves are capped."""
+    if min_samples_leaf < 1:
+        raise ValueError("resources: min_samples_leaf must be >= 1")
+    nodes = 2.0 * n / min_samples_leaf
+    if max_depth is not None:
+        nodes = min(nodes, 2.0 ** (min(int(max_depth), 1000) + 1) - 1)  # capped: 2.0**(2**63) overflows
+    if max_leaf_nodes is not None:
+        nodes = min(nodes, 2.0 * int(max_leaf_nodes) - 1)
+    return max(nodes, 1.0)
+
+
+def tree_levels(n: int, max_depth: int | None = None, max_leaf_nodes: int | None = None) -> float:
+    """Levels over which a tree builder sorts/scans the samples: ``log2 n``, fewer when depth or leaves are capped."""
+    levels = math.log2(max(n, 2))
+    if max_depth is not None:
+        levels = min(levels, max(1, int(max_depth)))
+    if max_leaf_nodes is not None:
+        levels = min(levels, max(1, int(max_leaf_nodes) - 1))
+    return levels
+
+
+def forest_mb(n: int, d: int, n_estimators: int, n_classes: int = 1, min_samples_leaf: int = 1, *,
+              max_depth: int | None = None, max_leaf_nodes: int | None = None) -> float:
+    """Memory of a forest of ``n_estimators`` trees (``tree_nodes`` nodes each) with ``d`` outputs."""
+    if n_estimators < 0:
+        raise ValueError(f"resources: n_estimators must be >= 0, got {n_estimators!r}")
+    if n_classes < 1:
+        raise ValueError("resources: n_classes must be >= 1")
+    nodes = tree_nodes(n, min_samples_leaf, max_depth, max_leaf_nodes)
+    return n_estimators * nodes * (NODE_BYTES + 8.0 * d * n_classes) / 2**20
+
+
+def need_mb(n: int, p: int, d: int, sparse: bool = False, *, density: float | None = None, n_estimators: int = 0,
+            n_classes: int = 1, min_samples_leaf: int = 1, max_depth: int | None = None,
+            max_leaf_nodes: int | None = None) -> float:
+    """Modelled peak memory in MB (no safety factor, no rounding): base + data + forest."""
+    _check_shape(n, p, d)
+    return BASE_MB + data_mb(n, p, d, sparse, density) + forest_mb(
+        n, d, n_estimators, n_classes, min_samples_leaf, max_depth=max_depth, max_leaf_nodes=max_leaf_nodes)
+
+
+def mem_mb(
+    n: int,
+    p: int,
+    d: int,
+    attempt: int = 1,
+    sparse: bool = False,
+    *,
+    density: float | None = None,
+    n_estimators: int = 0,
+    n_classes: int = 1,
+    min_samples_leaf: int = 1,
+    max_depth: int | None = None,
+    max_leaf_nodes: int | None = None,
+    safety: float = 1.5,
+    min_mb: int = 1000,
+    cap_mb: int | None = None,
+) -> int:
+    """Memory request in MB for a job holding an ``n x p`` dataset with ``d`` outputs (and a forest, if any).
+
+    ``attempt`` multiplies the request (retry after OUT_OF_MEMORY gets more); ``cap_mb`` bounds it (a cluster's
+    node size). Pass ``n_estimators=0`` for jobs that only read and write data (prepare, split).
+    """
+    _check_attempt(attempt)
+    need = need_mb(n, p, d, sparse, density=density, n_estimators=n_estimators, n_classes=n_classes,
+                   min_samples_leaf=min_samples_leaf, max_depth=max_depth, max_leaf_nodes=max_leaf_nodes)
+    request = max(min_mb, _round_up(need * safety, MEM_UNIT_MB)) * attempt
+    if cap_mb is not None:
+        request = min(request, int(cap_mb))
+    return int(request)
+
+
+def fit_seconds(
+    n: int,
+    p: int,
+    d: int,
+    n_estimators: int,
+    *,
+    max_features: int | float | None = None,
+    sparse: bool = False,
+    density: float | None = None,
+    max_depth: int | None = None,
+    max_leaf_nodes: int | None = None,
+) -> float:
+    """Modelled single-thread wall time of fitting ``n_estimators`` trees (see the module docstring); a depth or
+    leaf cap replaces ``log2 n`` by the capped number of levels (``tree_levels``).
+
+    ``max_features``: candidate features per split, as a count (int) or a fraction of ``p`` (float); None = all.
+    """
+    _check_shape(n, p, d)
+    if n_estimators < 1:
+        raise ValueError(f"resources: n_estimators must be >= 1, got {n_estimators!r}")
+    width = stored_per_row(p, sparse, density)
+    if max_features is None:
+        k = width
+    elif isinstance(max_features, float):
+        if not 0.0 < max_features <= 1.0:
+            raise ValueError(f"resources: fractional max_features must be in (0, 1], got {max_features!r}")
+        k = max(1.0, max_features * width)
+    else:
+        k = float(min(max(1, int(max_features)), width)) if width >= 1 else 1.0
+    return C_FIT * n_estimators * k * n * tree_levels(n, max_depth, max_leaf_nodes) * (1.0 + d / D_HALF)
+
+
+def job_seconds(
+    n: int,
+    p: int,
+    d: int,
+    n_estimators: int,
+    *,
+    threads: int = 1,
+    repeats: int = 1,
+    **model,
+) -> float:
+    """Modelled wall time of one fit job: start-up, then ``repeats`` x (fit + predict) on ``threads`` threads."""
+    if threads < 1 or repeats < 1:
+        raise ValueError("resources: threads and repeats must be >= 1")
+    one = fit_seconds(n, p, d, n_estimators, **model) * (1.0 + PREDICT_FRACTION)
+    speedup = 1.0 if threads == 1 else max(1.0, threads * PARALLEL_EFFICIENCY)
+    return STARTUP_S + repeats * one / speedup
+
+
+def runtime_min(
+    n: int,
+    p: int,
+    d: int,
+    n_estimators: int,
+    attempt: int = 1,
+    *,
+    threads: int = 1,
+    repeats: int = 1,
+    safety: float = 3.0,
+    min_minutes: int = 5,
+    cap_minutes: int | None = None,
+    **model,
+) -> int:
+    """Wall-time request in minutes (Snakemake's ``runtime`` resource) for fitting and predicting one run.
+
+    Three times the modelled time, at least ``min_minutes``, times ``attempt`` (retry after TIMEOUT gets more),
+    at most ``cap_minutes``. Extra keywords (``max_features``, ``sparse``, ``density``) go to the time model.
+    """
+    _check_attempt(attempt)
+    seconds = job_seconds(n, p, d, n_estimators, threads=threads, repeats=repeats, **model)
+    request = max(int(min_minutes), int(math.ceil(seconds * safety / 60.0))) * attempt
+    if cap_minutes is not None:
+        request = min(request, int(cap_minutes))
+    return int(request)
+
+
+def data_runtime_min(n: int, p: int, d: int, attempt: int = 1, *, sparse: bool = False,
+                     density: float | None = None, min_minutes: int = 5) -> int:
+    """Wall-time request for data jobs (prepare, split): parsing/writing at a pessimistic 20 MB/s, x ``attempt``."""
+    _check_attempt(attempt)
+    seconds = STARTUP_S + data_mb(n, p, d, sparse, density) / 20.0
+    return max(int(min_minutes), int(math.ceil(seconds * 3.0 / 60.0))) * attempt
+
+
+def threads(
+    n: int,
+    p: int,
+    d: int,
+    n_estimators: int,
+    *,
+    fixed: int | None = None,
+    max_threads: int = 4,
+    target_minutes: float = 30.0,
+    **model,
+) -> int:
+    """Threads for a fit job: ``fixed`` when given (timing experiments pin it), else the fewest threads (at most
+    ``max_threads``) that bring the modelled job under ``target_minutes``; small jobs get one thread."""
+    if fixed is not None:
+        if int(fixed) < 1:
+            raise ValueError(f"resources: fixed thread count must be >= 1, got {fixed!r}")
+        return int(fixed)
+    if max_threads < 1:
+        raise ValueError(f"resources: max_threads must be >= 1, got {max_threads!r}")
+    for t in range(1, int(max_threads) + 1):
+        if job_seconds(n, p, d, n_estimators, threads=t, **model) <= target_minutes * 60.0:
+            return t
+    return int(max_threads)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# From the registry and the method parameters to requests (what the Snakemake rules call)
+
+#: shape assumed for a dataset whose registry entry gives none (or nulls): generous, so the first attempt of an
+#: unknown dataset is unlikely to be killed; the run records then show what it really needed
+UNKNOWN_SHAPE = {"n": 50_000, "p": 1_000, "d": 50}
+#: scikit-learn's default forest size, used when a variant does not set n_estimators
+DEFAULT_N_ESTIMATORS = 100
+
+
+def shape_of(shape: dict | None) -> tuple[int, int, int]:
+    """``(n, p, d)`` from a registry ``shape`` mapping; missing or null entries take ``UNKNOWN_SHAPE``."""
+    shape = shape or {}
+    return tuple(int(shape.get(k) or UNKNOWN_SHAPE[k]) for k in ("n", "p", "d"))  # type: ignore[return-value]
+
+
+def candidate_features(max_features, p: int) -> int:
+    """Candidate features per split for a scikit-learn style ``max_features`` (None, "sqrt", "log2", int, float)."""
+    if max_features is None or max_features == "auto":
+        return p
+    if max_features == "sqrt":
+        return max(1, int(math.sqrt(p)))
+    if max_features == "log2":
+        return max(1, int(math.log2(p))) if p > 1 else 1
+    if isinstance(max_features, bool):
+        raise ValueError(f"resources: max_features must not be a boolean, got {max_features!r}")
+    if isinstance(max_features, float):
+        if not 0.0 < max_features <= 1.0:
+            raise ValueError(f"resources: fractional max_features must be in (0, 1], got {max_features!r}")
+        return max(1, int(max_features * p))
+    if isinstance(max_features, int):
+        return max(1, min(max_features, p))
+    raise ValueError(f"resources: unknown max_features {max_features!r}")
+
+
+def split_outputs(params: dict, d: int) -> int:
+    """Outputs the split search works on: ``q`` when the variant projects its outputs (``output_projection`` with
+    ``n_components``, resolved by ``forestbench.projections``), else ``d``. Leaves still hold ``d`` values."""
+    projection = params.get("output_projection")
+    if projection in (None, "none", "identity") or params.get("n_components") is None:
+        return d
+    from forestbench.projections import resolve_n_components
+
+    try:
+        return max(1, int(resolve_n_components(params["n_components"], d)))
+    except Exception:  # an invalid value is the fit's error to report, not the scheduler's
+        return d
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a method's cost hook returns for one variant on one dataset shape."""
+
+    fit_seconds: float  # modelled single-thread wall seconds of fit + predict
+    model_mb: float  # memory of the fitted model, MB (the data and the interpreter are charged separately)
+
+
+def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
+                density: float | None = None) -> Cost:
+    """The cost hook of tree ensembles (the default of the method registry).
+
+    ``n_estimators`` defaults to 100 (scikit-learn); ``max_features`` as scikit-learn reads it; ``min_samples_leaf``
+    shrinks the trees; ``max_depth`` / ``max_leaf_nodes`` cap them. Multi-output leaves are charged for every output
+    (an upper bound); with an output projection the split search is charged for ``q`` outputs (``split_outputs``).
+    """
+    n_estimators = max(1, _positive_int(params.get("n_estimators")) or DEFAULT_N_ESTIMATORS)
+    leaf = _positive_int(params.get("min_samples_leaf")) or 1
+    caps = {"max_depth": _positive_int(params.get("max_depth")),
+            "max_leaf_nodes": _positive_int(params.get("max_leaf_nodes"))}
+    k = candidate_features(params.get("max_features", 1.0), p)
+    seconds = fit_seconds(n, p, split_outputs(params, d), n_estimators, max_features=k, sparse=sparse,
+                          density=density, **caps) * (1.0 + PREDICT_FRACTION)
+    return Cost(seconds, forest_mb(n, d, n_estimators, 1, leaf, **caps))
+
+
+#: trees (fully grown, every feature a candidate) charged to a method registered without a cost hook whose variant
+#: sets no ``n_estimators``: about ten times log2(n) passes over the data, more than a linear model, naive Bayes or
+#: a single tree needs, a tenth of a default forest
+UNKNOWN_METHOD_TREES = 10
+
+
+def default_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
+                 density: float | None = None) -> Cost:
+    """The cost hook of a method registered without one (``forestbench.workflow.methods.register(..., cost=None)``):
+    conservative but bounded. A variant that sets ``n_estimators`` is taken for a tree ensemble of that size
+    (``forest_cost``); otherwise ``UNKNOWN_METHOD_TREES`` fully grown trees on every feature."""
+    params = dict(params or {})
+    if _positive_int(params.get("n_estimators")) is None:
+        params["n_estimators"] = UNKNOWN_METHOD_TREES
+    return forest_cost(n, p, d, params, sparse=sparse, density=density)
+
+
+def cost_job_seconds(cost: Cost, *, threads: int = 1, repeats: int = 1) -> float:
+    """Wall time of one fit job from a method's cost: start-up, then ``repeats`` x (fit + predict) on
+    ``threads`` threads (tree-level parallel efficiency ``PARALLEL_EFFICIENCY``)."""
+    if threads < 1 or repeats < 1:
+        raise ValueError("resources: threads and repeats must be >= 1")
+    speedup = 1.0 if threads == 1 else max(1.0, threads * PARALLEL_EFFICIENCY)
+    return STARTUP_S + repeats * cost.fit_seconds / speedup
+
+
+def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, cost=None, threads: int = 1,
+                 repeats: int = 1, sparse: bool = False, density: float | None = None,
+                 recorded_s: float | None = None) -> dict:
+    """``{"mem_mb", "runtime"}`` of one fit job from the dataset's registry shape and the variant's parameters.
+
+    ``cost`` is the method's cost hook (``forestbench.workflow.methods.MethodSpec.cost``; default ``forest_cost``), or an
+    already computed ``Cost``. ``recorded_s``: the job's wall time measured by earlier runs (start-up included),
+    which the request covers too when it exceeds the model. Memory: (base + data + model) x ``MEM_MARGIN``, at least
+    1000 MB; time: ``RUNTIME_MARGIN`` x the larger of the modelled and the recorded job, at least 5 minutes; both
+    times ``attempt``. Partition limits (``Limits.cap``) are applied by the caller.
+    """
+    _check_attempt(attempt)
+    n, p, d = shape_of(shape)
+    if not isinstance(cost, Cost):
+        cost = (cost or forest_cost)(n, p, d, params or {}, sparse=sparse, density=density)
+    need = BASE_MB + data_mb(n, p, d, sparse, density) + cost.model_mb
+    seconds = cost_job_seconds(cost, threads=threads, repeats=repeats)
+    if recorded_s is not None:
+        seconds = max(seconds, float(recorded_s))
+    return {
+        "mem_mb": max(1000, _round_up(need * MEM_MARGIN, MEM_UNIT_MB)) * attempt,
+        "runtime": max(5, int(math.ceil(seconds * RUNTIME_MARGIN / 60.0))) * attempt,
+    }
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one SLURM job may ask for: a request beyond is capped here (and flagged), since SLURM would refuse it or
+    leave it pending forever."""
+
+    mem_mb: int = DEFAULT_MAX_MEM_MB
+    runtime_min: int = DEFAULT_MAX_RUNTIME_MIN
+
+    def __post_init__(self):
+        for name in ("mem_mb", "runtime_min"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"resources: partition limit {name} must be a positive integer, got {value!r}")
+
+    def cap(self, request: dict) -> dict:
+        """``request`` with ``mem_mb`` and ``runtime`` at most the limits."""
+        return dict(request, mem_mb=min(int(request["mem_mb"]), self.mem_mb),
+                    runtime=min(int(request["runtime"]), self.runtime_min))
+
+    def exceeded(self, request: dict) -> list[str]:
+        """What of ``request`` is beyond the limits, as readable phrases (empty when it fits)."""
+        out = []
+        if int(request["mem_mb"]) > self.mem_mb:
+            out.append(f"mem_mb {int(request['mem_mb'])} > {self.mem_mb}")
+        if int(request["runtime"]) > self.runtime_min:
+            out.append(f"runtime {int(request['runtime'])} min > {self.runtime_min} min")
+        return out
+
+
+def limits_from_env(environ=None) -> Limits:
+    """The partition limits: FORESTBENCH_MAX_MEM_MB and FORESTBENCH_MAX_RUNTIME_MIN when set, else the defaults."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    values = {}
+    for key, name, default in (("FORESTBENCH_MAX_MEM_MB", "mem_mb", DEFAULT_MAX_MEM_MB),
+                               ("FORESTBENCH_MAX_RUNTIME_MIN", "runtime_min", DEFAULT_MAX_RUNTIME_MIN)):
+        raw = environ.get(key)
+        if raw in (None, ""):
+            values[name] = default
+            continue
+        try:
+            values[name] = int(raw)
+        except ValueError:
+            raise ValueError(f"environment variable {key}={raw!r}: expected a positive integer") from None
+        if values[name] < 1:
+            raise ValueError(f"environment variable {key}={raw!r}: expected a positive integer")
+    return Limits(**values)
+
+
+def _positive_int(value) -> int | None:
+    """An integer parameter >= 1, else None (fractions, strings and booleans are left to the estimator)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return None
+
+
+def is_sparse_entry(entry: dict | None) -> bool:
+    """Whether a registry entry's inputs are (kept) sparse. The registry has no explicit flag, so this reads the
+    signs it has: an SVMlight file or a file/loader named "sparse", "sparse" in the notes, or dense inputs that would
+    exceed ``DENSE_LIMIT_BYTES``. A heuristic: a wrong guess costs a retry (too little) or idle memory (too much)."""
+    if not entry:
+        return False
+    source = entry.get("source") or {}
+    if "sparse" in str(source.get("loader", "")).lower():
+        return True
+    for spec in source.get("files") or []:
+        if spec.get("format") == "svmlight" or "sparse" in str(spec.get("name", "")).lower():
+            return True
+    if "sparse" in str(entry.get("notes", "")).lower():
+        return True
+    shape = entry.get("shape") or {}
+    n, p = shape.get("n"), shape.get("p")
+    return bool(n and p and 8.0 * n * p > DENSE_LIMIT_BYTES)
+
+
+def data_requests(shape: dict | None, attempt: int = 1, *, sparse: bool = False,
+                  density: float | None = None) -> dict:
+    """``{"mem_mb", "runtime"}`` of a data job (prepare, split) of a dataset with this registry shape."""
+    n, p, d = shape_of(shape)
+    return {"mem_mb": mem_mb(n, p, d, attempt, sparse, density=density),
+            "runtime": data_runtime_min(n, p, d, attempt, sparse=sparse, density=density)}
+
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """Environment variables that pin the BLAS/OpenMP pools to ``threads`` (set before Python starts, so that
+    timings of different jobs use the same number of threads; threadpoolctl enforces the same limit inside)."""
+    if int(threads) < 1:
+        raise ValueError(f"resources: threads must be >= 1, got {threads!r}")
+    value = str(int(threads))
+    return {name: value for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}

@@ -1,0 +1,262 @@
+"""Hyper-parameter selection on held-out training rows, with ``GridSearchCV`` semantics.
+
+``GridSelection`` is a meta-estimator: ``fit(X, Y)`` scores every candidate on validation folds drawn from the rows
+it is given (the training part of a split: test rows never reach it), keeps the best mean validation score (ties:
+the first candidate in grid order), then refits the best parameters on all the rows (``refit=True``). With
+``staged="n_estimators"`` an estimator that has ``staged_predict`` is fitted once per candidate and fold, and
+``n_estimators`` is chosen as the best prefix of the staged ensemble (thesis ch.6: "n_iter is selected on the
+validation set"): the mean staged curve over the folds is maximised, then the model is refit with that number of
+stages.
+
+The workflow uses the same functions for its candidate-chunk jobs (``evaluate_candidate``) and for the selection
+job that merges them (``choose``), so a selection inside one job and one spread over the DAG agree.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+
+from forestbench.workflow import tuning
+from forestbench.errors import ConfigError
+from forestbench.metrics import get_metric
+
+
+def _rows(M, idx):
+    return M[idx] if not sp.issparse(M) else sp.csr_matrix(M)[idx]
+
+
+def _as_2d(Y):
+    Y = np.asarray(Y.toarray() if sp.issparse(Y) else Y, dtype=np.float64)
+    return Y[:, None] if Y.ndim == 1 else Y
+
+
+def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int = 10, repeats: int = 3) -> float:
+    """Median wall seconds per stage of ``make(params)`` fitted with ``probe_stages`` stages on (X, Y)."""
+    times = []
+    for _ in range(repeats):
+        est = make({**params, staged: probe_stages})
+        t0 = time.perf_counter()
+        est.fit(X, Y)
+        times.append((time.perf_counter() - t0) / probe_stages)
+    return float(np.median(times))
+
+
+def budget_caps(make, candidates: list[dict], X, Y, staged: str, budget: float, reference_seconds: float,
+                default_stages: int) -> dict[str, dict]:
+    """Per candidate (by ``tuning.candidate_id``): the cap on ``staged`` so that one fit costs at most
+    ``budget x reference_seconds`` (the reference time T of one iteration), from this candidate's measured seconds
+    per stage. Measured once and stored (the workflow's budget file), so that reruns elsewhere select alike."""
+    return {tuning.candidate_id(params): stage_cap(params, seconds_per_stage(make, params, X, Y, staged), staged,
+                                                   budget, reference_seconds, default_stages)
+            for params in candidates}
+
+
+def stage_cap(params: dict, per_stage: float, staged: str, budget: float, reference_seconds: float,
+              default_stages: int) -> dict:
+    """One candidate's entry of the budget file: the most stages of ``staged`` that fit in
+    ``budget x reference_seconds`` at ``per_stage`` seconds each (at least 1, at most the configured count)."""
+    limit = int(params.get(staged) or default_stages)
+    cap = max(1, min(limit, int(budget * reference_seconds / max(per_stage, 1e-12))))
+    return {"params": params, "seconds_per_stage": per_stage, "n_stages_max": cap}
+
+
+def _compiled_curve(est, metric: str, X_fit, Y_fit, X_val, Y_val) -> np.ndarray | None:
+    """Fit ``est`` and return its staged validation curve computed inside its own fit loop, when it offers one
+    (``fit(X, Y, eval_set=(X_val, Y_val))`` filling ``eval_sse_``, as the boosting estimators do) for a metric it
+    determines exactly (``macro_r2`` with non-constant validation outputs, ``mse``) and raw scores that are the
+    predictions (not the logistic loss). Else None, and the caller scores ``staged_predict``."""
+    import inspect
+
+    if metric not in ("macro_r2", "mse") or getattr(est, "loss", None) == "logistic":
+        return None
+    try:
+        if "eval_set" not in inspect.signature(est.fit).parameters:
+            return None
+    except (TypeError, ValueError):
+        return None
+    Yv = _as_2d(Y_val)
+    sst = ((Yv - Yv.mean(axis=0)) ** 2).sum(axis=0)
+    if metric == "macro_r2" and not np.all(sst > 0):
+        return None
+    est.fit(X_fit, Y_fit, eval_set=(X_val, Yv))
+    sse = np.asarray(getattr(est, "eval_sse_", None), dtype=float)
+    if sse.ndim != 2 or sse.shape[1] != Yv.shape[1]:
+        return None
+    if metric == "mse":
+        return sse.sum(axis=1) / Yv.size
+    return np.mean(1.0 - sse / sst, axis=1)
+
+
+def evaluate_candidate(make, params: dict, X, Y, folds, metric: str, staged: str | None = None,
+                       n_stages: int | None = None, y_metric=None) -> dict:
+    """Validation score of one candidate: ``make(params) -> estimator``; ``folds`` from
+    ``tuning.validation_folds``. Returns ``{"params", "score", "fold_scores", "fit_seconds"}`` plus, when staged,
+    ``{"best_stage", "stages", "curve"}`` (the mean staged curve over the folds at the scored stages)."""
+    m = get_metric(metric)
+    sign = 1.0 if m.higher_is_better else -1.0
+    Y_metric = _as_2d(Y if y_metric is None else y_metric)
+    fold_scores, curves, fit_seconds = [], [], 0.0
+    stages = None
+    for fit_rows, val_rows in folds:
+        est = make(dict(params))
+        X_val, Y_val, Y_fit = _rows(X, val_rows), Y_metric[val_rows], Y_metric[fit_rows]
+        t0 = time.perf_counter()
+        compiled = _compiled_curve(est, metric, _rows(X, fit_rows), _rows(Y, fit_rows), X_val, Y_val) \
+            if staged else None
+        if compiled is None:
+            est.fit(_rows(X, fit_rows), _rows(Y, fit_rows))
+        fit_seconds += time.perf_counter() - t0
+        if compiled is not None:
+            total = len(compiled)
+            stages = tuning.scored_stages(total)
+            curves.append(compiled[stages - 1])
+        elif staged:
+            if not hasattr(est, "staged_predict"):
+                raise ConfigError(f"tune.staged: the estimator {type(est).__name__} has no staged_predict")
+            total = n_stages or int(params.get(staged) or getattr(est, staged))
+            stages = tuning.scored_stages(total)
+            wanted, curve = set(stages.tolist()), []
+            for i, pred in enumerate(est.staged_predict(X_val), start=1):
+                if i in wanted:
+                    curve.append(m(Y_val, _as_2d(pred), Y_fit))
+            stages = stages[: len(curve)]
+            curves.append(np.asarray(curve, dtype=float))
+        else:
+            fold_scores.append(float(m(Y_val, _as_2d(est.predict(X_val)), Y_fit)))
+    out = {"params": dict(params), "fit_seconds": fit_seconds}
+    if staged:
+        length = min(len(c) for c in curves)
+        mean = np.mean([c[:length] for c in curves], axis=0)
+        finite = np.where(np.isfinite(mean), sign * mean, -np.inf)
+        best = int(np.argmax(finite))
+        out.update(best_stage=int(stages[best]), stages=stages[:length].tolist(), curve=mean.tolist(),
+                   score=float(mean[best]), fold_scores=[float(c[best]) for c in curves])
+    else:
+        out.update(score=float(np.mean(fold_scores)), fold_scores=fold_scores)
+    return out
+
+
+def capped(params: dict, caps: dict | None, staged: str | None) -> dict:
+    """``params`` with the staged parameter set to its budget cap, when a cap is known for this candidate."""
+    if not caps or not staged:
+        return dict(params)
+    cap = caps.get(tuning.candidate_id(params))
+    if cap is None:
+        raise ConfigError(f"tune.budget: no stage cap for candidate {params}; rerun the budget job")
+    return {**params, staged: int(cap["n_stages_max"])}
+
+
+def choose(results: list[dict], metric: str, staged: str | None = None) -> dict:
+    """The best of ``evaluate_candidate`` results (ties: the first in candidate order), as
+    ``{"params", "score", "index"}``; with ``staged``, ``params[staged]`` is the best stage."""
+    if not results:
+        raise ConfigError("tune: no candidate was evaluated")
+    sign = 1.0 if get_metric(metric).higher_is_better else -1.0
+    scores = [_score(r["score"]) for r in results]
+    keys = [sign * s if np.isfinite(s) else -np.inf for s in scores]
+    index = int(np.argmax(keys))  # every score undefined: the first candidate, as for ties
+    best = results[index]
+    params = dict(best["params"])
+    if staged:
+        params[staged] = int(best["best_stage"])
+    return {"params": params, "score": scores[index], "index": index}
+
+
+def _score(value) -> float:
+    """A validation score as a float: an undefined one (NaN in memory, null once stored as JSON) is NaN."""
+    return float("nan") if value is None else float(value)
+
+
+class GridSelection(MetaEstimatorMixin, BaseEstimator):
+    """Select ``estimator``'s parameters among ``grid`` (a mapping of lists, or a list of candidate mappings) on
+    validation folds of the rows given to ``fit``.
+
+    Parameters
+    ----------
+    estimator : estimator, cloned for every fit.
+    grid : dict of lists or list of dicts.
+    validation : ``{"holdout": h}`` or ``{"kfold": K}`` (stratified for single-label class ids when
+        ``stratify=True``).
+    metric : name of a ``forestbench.metrics`` metric (scores are one column per output / class).
+    staged : parameter chosen from staged validation scores (e.g. ``"n_estimators"``), or None.
+    refit : refit the best parameters on all rows (True) or keep them fitted without the validation rows (holdout
+        only).
+    n_candidates : a seeded random subset of the grid.
+    stage_caps : ``{candidate_id: {"n_stages_max": m, ...}}`` from ``budget_caps``: the staged parameter of each
+        candidate is capped at ``m`` (a time budget turned into stage counts).
+    random_state : seed of the folds and of the candidate subset.
+
+    Fitted attributes: ``best_params_``, ``best_score_``, ``best_index_``, ``best_estimator_``, ``cv_results_``
+    (one entry per candidate with its fold scores and, when staged, its validation curve).
+    """
+
+    def __init__(self, estimator, grid, *, validation=None, metric="macro_r2", staged=None, refit=True,
+                 n_candidates=None, stage_caps=None, stratify=False, random_state=0):
+        self.estimator = estimator
+        self.grid = grid
+        self.validation = validation
+        self.metric = metric
+        self.staged = staged
+        self.refit = refit
+        self.n_candidates = n_candidates
+        self.stage_caps = stage_caps
+        self.stratify = stratify
+        self.random_state = random_state
+
+    def _candidates(self):
+        if isinstance(self.grid, dict):
+            tune = tuning.normalise({"grid": self.grid, "n_candidates": self.n_candidates, "metric": self.metric,
+                                     "validation": self.validation or {"holdout": 0.2}, "staged": self.staged,
+                                     "refit": self.refit},
+                                    where="GridSelection", metrics=[self.metric])
+            return tuning.candidates(tune, int(self.random_state or 0))
+        return [dict(c) for c in self.grid]
+
+    def _make(self, params):
+        return clone(self.estimator).set_params(**params)
+
+    def fit(self, X, Y):
+        validation = self.validation or {"holdout": 0.2}
+        seed = int(self.random_state or 0)
+        n = X.shape[0]
+        y_strat = np.asarray(Y).ravel() if self.stratify else None
+        folds = tuning.validation_folds(n, validation, seed, y_strat)
+        results = []
+        for params in self._candidates():
+            results.append(evaluate_candidate(self._make, capped(params, self.stage_caps, self.staged), X, Y, folds,
+                                              self.metric, self.staged))
+        best = choose(results, self.metric, self.staged)
+        self.cv_results_ = results
+        self.best_params_, self.best_score_, self.best_index_ = best["params"], best["score"], best["index"]
+        if self.refit:
+            self.best_estimator_ = self._make(self.best_params_).fit(X, Y)
+        else:
+            fit_rows = folds[0][0]
+            self.best_estimator_ = self._make(self.best_params_).fit(_rows(X, fit_rows), _rows(Y, fit_rows))
+        return self
+
+    def predict(self, X):
+        return self.best_estimator_.predict(X)
+
+    def run_info_(self) -> dict:
+        """What the run record keeps of the selection (see ``forestbench.workflow.runner``)."""
+        return {"selection": summary(self.cv_results_, self.best_params_, self.best_score_, self.metric,
+                                     self.staged)}
+
+
+def summary(results: list[dict], best_params: dict, best_score: float, metric: str, staged: str | None) -> dict:
+    """The record's view of a selection: the selected parameters and score, and every candidate's validation
+    score (and a thinned staged curve: 1, 2, 5, 10, ... stages)."""
+    candidates = []
+    for r in results:
+        item = {"params": r["params"], "score": r["score"], "fold_scores": r["fold_scores"]}
+        if staged and r.get("stages"):
+            keep = set(tuning.record_stages(int(r["stages"][-1])))
+            pairs = [(s, v) for s, v in zip(r["stages"], r["curve"]) if s in keep]
+            item.update(best_stage=r["best_stage"], curve={str(s): v for s, v in pairs})
+        candidates.append(item)
+    return {"metric": metric, "staged": staged, "best_params": best_params, "best_score": best_score,
+            "n_candidates": len(results), "candidates": candidates}

@@ -1,0 +1,104 @@
+"""Competitors of the deep tree-ensembles paper: MLDF, ERC, ECC, MLP, ML-kNN, RAkEL-o."""
+import numpy as np
+import pytest
+from sklearn.datasets import make_multilabel_classification, make_regression
+
+from forestbench.peers._dte_competitors import (
+    EnsembleOfClassifierChains,
+    EnsembleOfRegressorChains,
+    MultiLabelDeepForest,
+    RakelOverlapping,
+    TunedMLkNN,
+    TunedMLP,
+)
+from forestbench.metrics import get_metric, micro_auc
+
+
+@pytest.fixture(scope="module")
+def multilabel():
+    X, Y = make_multilabel_classification(n_samples=100, n_features=6, n_classes=4, random_state=2)
+    return X.astype(float), Y
+
+
+def test_mldf_grows_its_forests_and_stops_after_patience(multilabel):
+    X, Y = multilabel
+    m = MultiLabelDeepForest("ranking_loss", first_n_estimators=4, step_n_estimators=2, max_n_estimators=7,
+                             cv=3, patience=2, max_layers=8, random_state=0).fit(X, Y)
+    scores = m.layer_scores_
+    # ranking loss is minimised: the selected layer is the best built one
+    assert m.n_layers_ == int(np.argmin(scores)) + 1
+    best = np.minimum.accumulate(scores)
+    if m.n_layers_built_ < 8:  # stopped early: the last `patience` layers did not improve
+        assert np.all(scores[-2:] >= best[-3])
+    trees = [models[0][0].n_estimators for models in m.layers_]
+    assert trees == [min(7, 4 + 2 * i) for i in range(m.n_layers_)]
+    P = m.predict(X)
+    assert P.shape == Y.shape and np.all((P >= 0) & (P <= 1))
+    assert m.run_info_()["n_layers"] == m.n_layers_
+
+
+def test_mldf_layer_scores_are_out_of_fold(multilabel):
+    X, _ = multilabel
+    rng = np.random.default_rng(1)
+    Y = (rng.random((100, 3)) < 0.5).astype(int)   # noise: in-fold scores would be near perfect
+    m = MultiLabelDeepForest("micro_auc", first_n_estimators=5, cv=3, patience=1, max_layers=2,
+                             random_state=0).fit(X, Y)
+    assert m.layer_scores_[0] < 0.7
+    assert get_metric("micro_auc").higher_is_better
+
+
+def test_erc_chains_have_random_orders_and_fit_the_training_targets():
+    X, Y = make_regression(n_samples=60, n_features=5, n_targets=4, random_state=0)
+    m = EnsembleOfRegressorChains(n_chains=5, random_state=3).fit(X, Y)
+    orders = {tuple(c.order_) for c in m.chains_}
+    assert len(orders) > 1
+    # fully grown trees on distinct rows, chained on the true targets, reproduce the training targets
+    np.testing.assert_allclose(m.predict(X), Y, atol=1e-8)
+    again = EnsembleOfRegressorChains(n_chains=5, random_state=3).fit(X, Y)
+    np.testing.assert_array_equal(again.predict(X[:5] + 0.1), m.predict(X[:5] + 0.1))
+
+
+def test_ecc_averages_label_probabilities(multilabel):
+    X, Y = multilabel
+    m = EnsembleOfClassifierChains(n_chains=4, random_state=0).fit(X[:70], Y[:70])
+    P = m.predict(X[70:])
+    assert P.shape == (30, Y.shape[1]) and np.all((P >= 0) & (P <= 1))
+    single = [np.asarray(c.predict_proba(X[70:])) for c in m.chains_]
+    np.testing.assert_allclose(P, np.mean(single, axis=0))
+    with pytest.raises(ValueError, match="at least 2 label columns"):
+        EnsembleOfClassifierChains(n_chains=2).fit(X, Y[:, 0])
+
+
+def test_mlp_is_tuned_over_its_grid(multilabel):
+    X, Y = multilabel
+    m = TunedMLP(neurons=(4, 8), depths=(1, 2), cv=2, max_iter=30, random_state=0).fit(X, Y)
+    assert m.best_params_["hidden_layer_sizes"] in {(4,), (8,), (4, 4), (8, 8)}
+    assert len(m.search_.cv_results_["params"]) == 4
+    P = m.predict(X)
+    assert P.shape == Y.shape and np.all((P >= 0) & (P <= 1))
+    Xr, Yr = make_regression(n_samples=60, n_features=4, n_targets=2, random_state=0)
+    r = TunedMLP(neurons=(4,), depths=(1,), cv=2, max_iter=30, random_state=0).fit(Xr, Yr)
+    assert r.task_ == "regression" and r.predict(Xr).shape == Yr.shape
+
+
+def test_mlknn_tunes_k_and_smoothing(multilabel):
+    pytest.importorskip("skmultilearn")
+    X, Y = multilabel
+    m = TunedMLkNN(k_values=(3, 5), s_values=(0.5, 1.0), cv=3, random_state=0).fit(X[:70], Y[:70])
+    assert set(m.cv_scores_) == {(3, 0.5), (3, 1.0), (5, 0.5), (5, 1.0)}
+    assert m.cv_scores_[(m.best_params_["k"], m.best_params_["s"])] == max(m.cv_scores_.values())
+    P = m.predict(X[70:])
+    assert P.shape == (30, 4) and np.all((P >= 0) & (P <= 1))
+    assert micro_auc(Y[70:], P) > 0.6
+
+
+def test_rakel_o_uses_2m_overlapping_subsets_and_vote_fractions(multilabel):
+    pytest.importorskip("skmultilearn")
+    X, Y = multilabel
+    m = RakelOverlapping(random_state=0).fit(X, Y)
+    assert len(m.model_.partition_) == 2 * Y.shape[1]
+    assert all(len(p) == 3 for p in m.model_.partition_)
+    P = m.predict(X)
+    assert P.shape == Y.shape and np.all((P >= 0) & (P <= 1))
+    again = RakelOverlapping(random_state=0).fit(X, Y)
+    assert [list(p) for p in again.model_.partition_] == [list(p) for p in m.model_.partition_]
