@@ -193,6 +193,22 @@ def test_restore_refuses_before_the_data_is_prepared(setup):
     assert len(out.written) == 11
 
 
+
+def test_restore_of_some_datasets_needs_only_their_data(setup, capsys):
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    shutil.rmtree(results)
+    # another dataset's run: nothing of linnerud is restored, so its missing data does not matter
+    out, _ = archive.restore(tmp / "archive", results, plan, data=tmp / "data", datasets=["emotions"])
+    assert not out.written and not results.exists()
+    with pytest.raises(DataError, match="--datasets restores only"):
+        archive.restore(tmp / "archive", results, plan, data=tmp / "data", datasets=["linnerud"])
+    fake_data(tmp)
+    rc = main(["archive", "restore", "--results", str(results), "--archive", str(tmp / "archive"),
+               "--configfile", str(configfile), "--data", str(tmp / "data"), "--datasets", "linnerud"])
+    assert rc == 0 and "11 file(s) restored" in capsys.readouterr().out
+
+
 def write_reference(tmp: Path) -> Path:
     ref = tmp / "reference"
     ref.mkdir()

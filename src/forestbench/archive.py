@@ -350,9 +350,10 @@ def _missing_tuning_inputs(plan, results: Path, chosen) -> list[str]:
 
 
 def restore(archive: Path, results: Path, plan, experiments: list[str] | None = None, data: Path = Path("data"),
-            allow_missing_data: bool = False) -> tuple[Outcome, list[str]]:
+            allow_missing_data: bool = False, datasets: list[str] | None = None) -> tuple[Outcome, list[str]]:
     """Put the archived files of ``experiments`` (default: every archived experiment the configuration has) back
-    under ``results``. Returns the outcome and the records not restored because the configuration now runs them
+    under ``results``, of ``datasets`` only when given (a run of some datasets needs only theirs, and their
+    prepared data only). Returns the outcome and the records not restored because the configuration now runs them
     differently. See the module docstring for the modification times."""
     archive, results, data = Path(archive), Path(results), Path(data)
     names = experiments or [e for e in archived_experiments(archive) if e in plan.experiments]
@@ -376,6 +377,8 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
         current_runs: set[tuple[str, str, str]] = set()      # (dataset, variant, repeat) restored
         for rel, raw in by_kind["record"]:
             _, _, dataset, variant, name = rel.split("/")
+            if datasets and dataset not in datasets:
+                continue
             repeat = int(name.removeprefix("repeat-").removesuffix(".json"))
             doc = _load_json(raw, str(archive / _archived_name(rel)))
             spec = _job_spec(plan, experiment, dataset, variant, repeat)
@@ -390,6 +393,8 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
             for rel, raw in by_kind[kind]:
                 parts = rel.split("/")          # tuning/E/dataset/variant/...
                 dataset, variant = parts[2], parts[3]
+                if datasets and dataset not in datasets:
+                    continue
                 # a candidate is stored under a hash of everything that makes its score: always safe to reuse
                 keep = kind == "candidate" or same_config or (
                     (dataset, variant, parts[4]) in current_runs if kind in ("chunk", "selected")
@@ -405,7 +410,7 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
             f"the prepared data the restored records were fitted on is missing ({', '.join(missing[:3])}"
             + (f" and {len(missing) - 3} more" if len(missing) > 3 else "") + "): Snakemake would prepare it and "
             "then refit everything. Prepare it first (snakemake --until split with the same --configfile), then "
-            "restore; --allow-missing-data restores anyway")
+            "restore (--datasets restores only the datasets a run selects); --allow-missing-data restores anyway")
     newest = max((p.stat().st_mtime for p in inputs if p.exists()), default=0.0)
     # whole seconds apart (file systems with coarse time stamps) and newer than every data input
     base = math.ceil(max(time.time() - 3, newest + 1))
@@ -713,7 +718,7 @@ def _add(args) -> int:
 
 def _restore(args) -> int:
     outcome, stale = restore(args.archive, args.results, _plan(args.configfile), args.experiments, data=args.data,
-                             allow_missing_data=args.allow_missing_data)
+                             allow_missing_data=args.allow_missing_data, datasets=args.datasets)
     print(f"archive restore: {outcome.line('restored')} -> {args.results}")
     if outcome.skipped:
         print(f"  not restored, not experiments of {args.configfile}: {', '.join(outcome.skipped)}")
@@ -789,6 +794,8 @@ def register(subparsers) -> None:
     common(p)
     p.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: results)")
     p.add_argument("--data", type=Path, default=Path("data"), help="data folder (default: data)")
+    p.add_argument("--datasets", nargs="+", default=None, metavar="D",
+                   help="only the files of these datasets (default: all), e.g. those of select={datasets: [...]}")
     p.add_argument("--allow-missing-data", action="store_true",
                    help="restore even if the prepared data of the records is missing (snakemake would refit them)")
     p.set_defaults(func=_restore)
