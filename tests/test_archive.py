@@ -20,7 +20,7 @@ from forestbench.errors import ConfigError, DataError
 from forestbench.workflow.experiments import Job, Plan
 
 REPO = Path(__file__).resolve().parents[1]
-CHAIN = REPO / "benchmarks/results/table_6_1_chain-2026-11-25"
+CHAIN = REPO / "benchmarks/results/table_6_1_chain"
 
 TUNE = {"grid": {"learning_rate": [0.1, 0.5]}, "validation": {"holdout": 0.25}, "metric": "macro_r2",
         "staged": "n_estimators", "mode": "dag", "chunk": 1}

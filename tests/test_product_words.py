@@ -13,7 +13,8 @@ SUFFIXES = {".py", ".pyx", ".pxd", ".smk", ".md", ".yaml", ".yml", ".toml", ".cf
 # everywhere: product code, documents, configuration, tests and CI scripts
 PATTERNS = {
     "issue reference": re.compile(r"\b(?:issue|issues) (?:#?\d+)\b|\blater issues?\b", re.I),
-    "internal spec reference": re.compile(r"\bthe spec(?:'s)?\b|\bspec §|\(A\d{1,2}\)|\bdecision A\d{1,2}\b"),
+    "internal spec reference": re.compile(r"\bthe spec(?:'s)?\b|\bspec §|\(A\d{1,2}\)|\bdecision A\d{1,2}\b"
+                                          r"|\b[A-Z]{2,4} spec\b|\bspec Sec\."),
     "development machine path": re.compile(r"/work/|\.\./shared/|/root/"),
     "development machine": re.compile(r"2-core CI machine", re.I),
 }
@@ -27,8 +28,13 @@ PROCESS_PATTERNS = {
                                       re.I),
     "work-item name": re.compile(r"\bhardening\b|\bwork items?\b", re.I),
     "note of unfinished work": re.compile(r"(?i:\bleft for later\b)|\bTODO\b|\bFIXME\b|\bXXX\b"),
+    # lab-notebook material: results are stated with their setting, not with when or on which build they were taken
+    "dated entry": re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b"),
+    "commit of a measurement": re.compile(r"(?<!pinned to )\bcommit [0-9a-f]{7,40}\b|-[0-9a-f]{7,40}\.json\b"),
+    "one sitting": re.compile(r"\bthe 2-core machine\b|\bprevious build\b|\bthis build\b", re.I),
 }
-# Documents checked for PROCESS_PATTERNS too, as paths relative to the repository.
+# Documents checked for PROCESS_PATTERNS too, as paths relative to the repository: the READMEs and the
+# configuration (tests/ and the code are checked as they are not documents).
 DOC_FILES: list[str] = ["README.md", "benchmarks/README.md", "config/README.md", "archive/README.md",
                         "config/config.yaml", "config/thesis.yaml", "config/datasets.yaml"]
 
@@ -93,6 +99,13 @@ def test_doc_files_are_tracked_documents():
     ("tests/test_hardening_config.py", '"""See the hardening work item."""', "work-item name"),
     ("src/forestbench/x.py", "FORESTBENCH_FAIL_ATTEMPTS = 2", "test hook in product code"),
     ("README.md", "see issue 12", "issue reference"),
+    ("config/thesis.yaml", "# the pass criterion (GB spec Sec. 11)", "internal spec reference"),
+    ("benchmarks/README.md", "Run of 2026-11-21 (07:15 UTC)", "dated entry"),
+    ("benchmarks/README.md", "5 repeats, commit 113fe29, idle", "commit of a measurement"),
+    ("benchmarks/README.md", "kept as `benchmarks/results/bench_deep_profile-198886d.json`", "commit of a measurement"),
+    ("config/README.md", "406 jobs in 84 min on the 2-core machine", "one sitting"),
+    ("benchmarks/README.md", "A/B, the previous build vs this one", "one sitting"),
+    ("tests/test_x.py", "# measured on 2026-11-24", "dated entry"),
 ])
 def test_words_are_found(path, line, expected):
     assert any(f": {expected}: " in hit for hit in find_words(path, line))
@@ -102,6 +115,8 @@ def test_words_are_found(path, line, expected):
     ("tests/slurm/conftest.py", '@pytest.fixture(scope="session")'),
     ("tests/x.py", "monkeypatch.setenv('FORESTBENCH_FAIL_ATTEMPTS', '1')"),
     ("notes/not_in_doc_files.md", "The machine gave this session one core"),  # a document not in DOC_FILES
+    ("config/datasets.yaml", "# Mulan GitHub pinned to commit 43f6389"),  # a source pinned, not a measurement
+    ("benchmarks/README.md", "on a 2-core x86-64 Linux machine shared with other work"),  # the machine class
 ])
 def test_allowed_lines(path, line):
     assert not find_words(path, line)

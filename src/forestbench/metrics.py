@@ -1,21 +1,8 @@
 """Evaluation measures of the papers, by name, each knowing its direction and what it needs.
 
-Conventions (see config/README.md):
-- ``lrap`` drops test samples without any positive label before averaging, as the papers do (scikit-learn would
-  score such a row 1.0).
-- ``coverage_error`` and ``ranking_loss`` (label ranking loss) follow scikit-learn's definitions over all test rows.
-- ``macro_r2`` averages the per-output r^2 with the test-set mean as reference (gradient-boosting paper eq. 26).
-- ``arrmse`` uses the training-set mean as the default model (deep tree-ensembles paper eq. 2), computed per split.
-- Classification scores from a regression forest are thresholded at 0.5 (binary) or arg-maxed (multi-class).
-- A metric applies to the tasks it is defined for; an experiment mixing tasks scores each dataset with the metrics
-  of its task.
-- Undefined scores. ``macro_r2`` / ``half_macro_r2`` score an output whose test values are constant as scikit-learn's
-  ``r2_score`` does (1 when it is predicted exactly, else 0), so one near-constant output (sf2's third one in a CV
-  fold) does not make the average -inf; when *every* output is constant the score is undefined. ``lrap`` without
-  any test row with a positive label, ``micro_auc`` / ``micro_average_precision`` without both classes in the test
-  labels, ``normalized_mse`` with a zero-variance test output and ``arrmse`` with a zero denominator are undefined.
-  An undefined score is written as ``null`` in the run record with its reason under ``undefined_scores``, a warning
-  goes to the job's log, and reports show the cell as "undefined" (not as "not run").
+Their conventions (LRAP without positive labels, the reference mean of macro-r² and aRRMSE, thresholds,
+undefined scores, a metric per task: D14) are documented in config/README.md, "Metrics". An undefined score is
+``None`` (NaN from a single metric's ``__call__``) with its reason, and is recorded as ``null``.
 """
 from __future__ import annotations
 

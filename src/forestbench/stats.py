@@ -4,18 +4,9 @@ Every function takes ``scores``: a DataFrame with one row per paired unit (a dat
 and one column per method, holding the mean score of that method on that unit. Functions that depend on the
 direction of the metric take ``higher_is_better``; rank 1 is always the best method.
 
-Choices (documented for config/README.md):
-
-- Ties share the average of the ranks they span (``scipy.stats.rankdata(method="average")``), as in the thesis
-  tables.
-- The Friedman statistic is tie-corrected by default, like ``scipy.stats.friedmanchisquare``; pass
-  ``tie_correction=False`` for the textbook formula of Demšar (2006, eq. 2).
-- The Nemenyi critical value is ``q_alpha = studentized_range.ppf(1 - alpha, k, inf) / sqrt(2)``; this reproduces
-  Demšar's Table 5a and the CD of 2.29 for k = 8, N = 21 printed in the thesis (Fig. 6.7).
-- Pairwise p-values are two-sided. The Holm step-down correction is applied over all k(k-1)/2 pairs.
-- The Iman-Davenport F is undefined (NaN, reported as such) when all datasets rank the methods identically.
-- A pair whose differences are all zero gets p = 1; a t-test pair whose differences are a non-zero constant gets
-  p = 0 (the t statistic is infinite).
+The conventions (average ranks for ties, tie-corrected Friedman statistic, the Nemenyi q_alpha, two-sided
+tests, an undefined Iman-Davenport F, degenerate pairs: D15) are documented in config/README.md, "Statistics and
+reports". ``tie_correction=False`` gives the textbook Friedman statistic of Demšar (2006, eq. 2).
 """
 from __future__ import annotations
 

@@ -6,28 +6,20 @@ All share one compiled loop (:mod:`forestbench.boosting._loop`): initial constan
 gradient, a best-first regression tree from the forestbench kernel (``max_leaf_nodes`` leaves, ``max_features``
 candidate features per node), a step length rho per output, shrinkage by the learning rate.
 
-Choices where the papers leave room (also listed in ``config/README.md``):
+Where the papers leave room (loss definitions, initial constants, step lengths, projections, st-gbrt's order),
+the choice is documented in config/README.md, "Gradient tree boosting"; what the code exposes:
 
-- **Losses.** ``"square"`` (1/2 (y - f)^2), ``"absolute"`` (|y - f|, one global step length per output found by an
-  exact weighted-median line search, not Friedman's per-leaf medians) and ``"logistic"`` (multi-label,
-  log(1 + exp(-2 y f)) with labels coded -1/+1). ``predict`` returns the scores f for the regression losses and
-  the probabilities 1 / (1 + exp(-2 f)) for the logistic loss (``decision_function`` gives f).
-- **Initial constants.** Mean (square), median (absolute), and for the logistic loss the exact minimiser
-  1/2 log(n+ / n-) (the papers print log(n+ / n-), the exponential loss' line). A label column that is all 0 or
-  all 1 uses n+ / n- clipped to [1 / (2n), 2n], so scores stay finite.
-- **Line search.** Closed form for the square loss (rho_j = sum r g / sum g^2, the squared denominator; rho = 0 when
-  the tree predicts 0 everywhere), weighted median for the absolute loss. The logistic loss (convex along the step)
-  is minimised to 1e-12 relative precision by a bracketed search on its slope: ``line_search="newton"`` (default)
-  takes Newton steps kept inside the sign-change bracket (bisection when a step leaves it; one pass over the samples
-  per step, about 3 passes), ``"brent"`` runs Brent's root finder from the Newton point (about 7 passes). Both are
-  safeguarded, unlike the single unsafeguarded Newton step the papers warn against. The learning rate multiplies
-  rho.
-- **Projections** (gbrt-rpo, gbrt-relabel-rpo): a fresh q x d matrix every iteration, of the families of
-  :mod:`forestbench.projections` (``subsample`` without replacement while q <= d, ``gaussian``, ``rademacher``,
-  ``achlioptas``, ``sparse`` with s = sqrt(d)); a sparse row that comes out all zero is redrawn. gbrt-rpo always uses
-  q = 1 (Algorithm 3); the scale of the row is absorbed by rho.
-- **st-gbrt** fits its trees round-robin over the outputs in the fixed order 0..d-1; ``n_estimators`` counts trees
-  *per output* and one stage (``staged_predict``) is one round of d trees.
+- ``loss``: ``"square"``, ``"absolute"`` (one step length per output, a weighted-median line search) and
+  ``"logistic"`` (labels coded -1/+1). ``predict`` returns the scores f for the regression losses and the
+  probabilities 1 / (1 + exp(-2 f)) for the logistic loss (``decision_function`` gives f). A label column that is
+  all 0 or all 1 starts from n+ / n- clipped to [1 / (2n), 2n], so scores stay finite.
+- ``line_search`` (logistic loss, minimised to 1e-12 relative precision on its slope): ``"newton"`` (default)
+  takes Newton steps kept inside the sign-change bracket, bisecting when a step leaves it (one pass over the
+  samples per step, about 3 passes); ``"brent"`` runs Brent's root finder from the Newton point (about 7 passes).
+- Projections (gbrt-rpo, gbrt-relabel-rpo) use the families of :mod:`forestbench.projections` (``subsample``,
+  ``gaussian``, ``rademacher``, ``achlioptas``, ``sparse`` with s = sqrt(d)); gbrt-rpo's single row's scale is
+  absorbed by rho.
+- st-gbrt: ``n_estimators`` counts trees *per output*; one stage (``staged_predict``) is one round of d trees.
 
 Trees: ``tree_builder="presort"`` (default) grows each tree from feature orders computed once per fit (X does not
 change between iterations), choosing exactly the splits the forestbench kernel's best splitter would choose;

@@ -8,34 +8,20 @@ descendants becomes a leaf, each leaf holds the sum of the weights along its roo
 trees left without any weight vanish into the constant. The result is a smaller forest that predicts exactly the
 sparse linear model of Eq. 7.2 (thesis Algorithm 7.1).
 
-Choices where the thesis is silent (also listed in the project's configuration README):
+The choices where the thesis is silent (column scaling, whitening, binary classification, the CV for t*, seeds,
+multi-output, huge and sparse targets) are documented in config/README.md, "l1-compressed extra-trees" and
+"Targets at the edges". What the code exposes:
 
-- **Column scaling** of the node indicators before FS_eps: centred, unit variance (``column_scaling``; see
-  :mod:`forestbench.linear._stagewise`). Zero-variance columns (the roots) are never selected.
-- **Whitening.** Outputs are whitened inside the path. Inputs are not rescaled: Extra-Trees cut points are drawn
-  uniformly between a node's minimum and maximum, so an affine rescaling of a feature gives the same partition.
-- **Classification** (binary only, ``loss="zero_one"``): the forest and the path regress the indicator of the
-  second class, ``predict`` returns the score on that 0/1 scale (threshold 0.5), and the CV loss is the 0-1 loss.
-  More than two classes, or a single one, is an error. Folds are stratified for classification.
-  ``loss="auto"`` never moves a numeric target to another scale: it picks the 0-1 loss only for labels that are
-  already 0/1 (or bool) or are not numbers (e.g. two strings); any other numeric target, two-valued ones such as
-  {3, 7} and constant ones included, is regressed with the squared loss on its own scale. The workflow does not
-  rely on "auto": it sets ``loss`` from the dataset's task (the registry's ``task_params``).
-- **Huge targets.** Regression targets with max |y| above 2**256 are divided by a power of two before the forest
-  and the path see them and the compressed forest's leaf values are multiplied back (exact: see
-  :mod:`forestbench._target_scale`), so |y| up to the float64 limit predicts finite values; ``path_``
-  is then in the scaled units, ``coef_`` / ``intercept_`` in those of y.
-- **Sparse y** is densified (the path works on dense outputs).
-- **Cross-validation** (thesis Sec. 7.2): per fold a new forest is grown on the learning part and FS_eps runs on the
-  same part; the validation losses of the path points t = 0, eps, 2 eps, ... up to ``max_t`` are averaged over the
-  folds (a fold whose path stopped early keeps its last model) and ``t*`` is the smallest minimiser. The final forest
-  is grown on the whole training set and compressed at ``t*``.
-- **Seeds.** An integer ``random_state`` is passed unchanged to the final forest, so it is the very forest an
-  ``ExtraTreesRegressor`` with the same parameters and seed grows (paired comparisons of ET and rET); the folds and
-  the fold forests draw from a separate ``SeedSequence([random_state, ...])``.
-- **Multi-output** (beyond the thesis): the indicator space is shared; at each step the column with the largest
-  summed |correlation| over the (whitened) outputs is chosen and every output moves by ``eps * sign``. The CV loss is
-  the mean squared error averaged over whitened outputs.
+- ``column_scaling`` (see :mod:`forestbench.linear._stagewise`); zero-variance columns are never selected.
+- ``loss="zero_one"`` (binary only): the forest and the path regress the indicator of the second class and
+  ``predict`` returns the score on that 0/1 scale; more than two classes, or a single one, is an error.
+  ``loss="auto"`` picks the 0-1 loss only for labels that are already 0/1 (or bool) or are not numbers (e.g. two
+  strings); any other numeric target, {3, 7} and constant ones included, is regressed on its own scale.
+- With targets rescaled by a power of two (max |y| above 2**256), ``path_`` is in the scaled units and ``coef_`` /
+  ``intercept_`` in those of y.
+- Seeds: an integer ``random_state`` is passed unchanged to the final forest; the folds and the fold forests draw
+  from a separate ``SeedSequence([random_state, ...])``.
+- Multi-output: the CV loss is the mean squared error averaged over the whitened outputs.
 """
 from __future__ import annotations
 

@@ -124,7 +124,7 @@ def sklearn_linnerud() -> Dataset:
 
 def friedman1_function(X: np.ndarray) -> np.ndarray:
     """f(x) = 10 sin(pi x1 x2) + 20 (x3 - 1/2)^2 + 10 x4 + 5 x5 on the first five columns (gradient-boosting paper
-    eq. 27; the thesis appendix's "6 x5" is a typo)."""
+    eq. 27; 5 x5 rather than 6 x5: config/README.md, "Datasets")."""
     return (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3] + 5 * X[:, 4])
 
 
@@ -154,8 +154,8 @@ def friedman1_multioutput(kind: str = "chain", n_samples: int = 4300, n_outputs:
     """The gradient-boosting paper's friedman1-{chain, group, ind} (eqs. 29-32).
 
     chain: y_1 = f(x) + e_1, y_j = y_{j-1} + e_j; group: y_j = f(x) + e_j; ind: x has 5d columns and output j uses
-    its own block of five (columns 5(j-1)..5j-1). e ~ N(0, I). Inputs are U(0,1) by default: the text says N(0, I)
-    but only U(0,1) makes the published scores attainable (``input_distribution`` selects the other reading).
+    its own block of five (columns 5(j-1)..5j-1). e ~ N(0, I). Inputs are U(0,1) by default, ``input_distribution="normal"``
+    gives N(0, I) (why: config/README.md, "Datasets").
     ``n_noise_outputs`` appends that many outputs that are row permutations of original outputs (the noisy-output
     study): output j's noise copy permutes output j mod d with its own permutation.
     """

@@ -19,45 +19,17 @@ K-fold CV. Up to ``max_layers`` layers are built, then the cascade is pruned to 
 score (micro-AUC for multi-label data, aRRMSE for regression). ``predict`` replays layers 1..L* and averages the
 RF and ET of layer L*.
 
-Where the paper leaves a choice open, this implementation decides as follows (also in config/README.md):
+The choices the paper leaves open are documented once, in config/README.md ("Deep tree-ensembles", labels
+D1-D13); the code refers to them by label:
 
-- **D1 lineage.** Layer 1 reads X. The embedding RF and the OS RFs of layer L+1 read the features the prediction
-  RF of layer L used; the ET side likewise reads the ET features ("per-branch lineage"). New blocks replace the
-  previous layer's blocks, they do not accumulate.
-- **D2 embedding sample.** One fresh random half of the training rows per layer (``embedding_sample``), drawn
-  without replacement and shared by the layer's embedding RF and ET; the RF bootstraps inside it as usual.
-- **D3 forests.** Fully grown trees, ``max_features="sqrt"`` for every forest, ET without bootstrap. For
-  regression the targets are standardised before fitting (the paper's predictive clustering trees weigh each
-  target by its variance) and predictions are mapped back.
-- **D4 rows embedded.** All training rows (not only the embedding sample) go through the embedding forests; the
-  PCA is fitted on the training rows only; new rows are projected with the fitted PCA.
-- **D5 node filter.** Nodes reached by more than ``max_node_fraction`` (p, default 0.95) of the training rows are
-  dropped; the root always is.
-- **D6 weights.** ``1 / (ln|c| + e)`` with ``|c|`` the number of training rows reaching the node, natural log,
-  ``weight_offset`` e = 1 (a small e would give single-row leaves a weight 1/e that swamps the PCA).
-- **D7 PCA size.** A grid value ``f`` gives ``max(1, round(f * min(N, |C|)))`` components (``|C|`` = kept nodes,
-  N = training rows); the int 1 means one component. Exact sparse PCA (Gram or covariance form).
-- **D8 OS features.** Training rows get the out-of-fold predictions of the K fold models; new rows get the
-  average of the K fold models. The RF and ET fold models are averaged into one block of width d, given to both
-  prediction forests.
-- **D9 X_OS_TE** = X ++ embedding of the other forest ++ OS block.
-- **D10 pruning.** The training score of a layer is that of the resubstitution predictions of its prediction
-  forests on the training rows (with the training rows' own OOF features); ties go to the earliest layer.
-  ``pruning_score="oob"`` scores the out-of-bag predictions of the layer's RF instead: on multi-label data the
-  resubstitution micro-AUC of fully grown forests is 1.0 at every layer, so the literal reading always keeps
-  the first layer. ``pruning_score="oof"`` scores the out-of-fold predictions of a K-fold CV on the layer's
-  features (for the OS variants the next layer's output-space CV, reused by that layer).
-- **D12 PCA-size tuning.** When ``pca_fractions`` has more than one value (and the variant uses embeddings), the
-  whole pruned cascade is fitted for each value on inner training folds and scored on the held-out rows
-  (``pca_validation``: k-fold when an int, a hold-out fraction when a float); the best value is refitted on all
-  training rows. One value fixes the size without tuning. The candidates of a fold share their seeds, and layer 1
-  (it reads X whatever the size) is built once per fold: its eigen-problems are solved at the largest size and
-  each candidate keeps its leading components (``_first_layer``).
-- **D13 layer count.** Layers are numbered 1..max_layers; ``n_layers_`` is the selected layer's number.
-- **Degenerate targets** (beyond the paper). Constant regression outputs are predicted exactly (they standardise
-  to 0) and left out of the layer scores' aRRMSE; a label matrix of one value scores every layer 0, so the first
-  layer is kept. Regression targets with max |y| above 2**256 are divided by a power of two before the cascade
-  and its predictions multiplied back (exact; :mod:`forestbench._target_scale`). A sparse y is densified.
+- D1 lineage: layer L+1's embedding and output-space forests read the features of layer L's prediction forest of
+  the same kind (RF or ET); new blocks replace the previous layer's.
+- D2 ``embedding_sample``, D5 ``max_node_fraction``, D6 ``weight_offset``, D7 ``pca_fractions`` (component count
+  in :func:`forestbench.deep._embedding.n_components_for`), D8 ``os_folds`` / ``os_n_estimators``,
+  D10 ``pruning_score``, D12 ``pca_validation``, D13 ``n_layers_``.
+- D3: regression targets are standardised before fitting and mapped back after predicting.
+- D4: every training row goes through the embedding forests and fits the PCA; new rows are projected with it.
+- Targets at the edges (constant outputs, |y| above 2**256, a sparse y): config/README.md, "Targets at the edges".
 """
 from __future__ import annotations
 

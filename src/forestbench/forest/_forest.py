@@ -4,23 +4,15 @@ Joly, Geurts & Wehenkel (ECML-PKDD 2014) / Joly's thesis ch. 5. Every tree choos
 outputs ``Z = Y Φᵀ`` (the kernel's ``split_targets``) while its leaves hold means of the original outputs ``Y``; the
 prediction is the average of the trees' leaf means, so there is no decoding step.
 
-Choices where the sources are ambiguous:
+The readings where the sources are ambiguous (``leaf_labels``, ``projection_sharing``, projection before the
+bootstrap) are documented in config/README.md, "Forests on random output projections", and the sample-weight rule
+under "Tree kernel". What the code does with them:
 
-- **Leaf labels.** ``leaf_labels="inbag"`` (default) labels a leaf with the bootstrap-weighted mean of the
-  in-bag samples that grew it, as the authors' reference code and a standard forest do. ``"full"`` follows the
-  pseudo-code literally: after growing the tree on its bootstrap sample, every leaf is relabelled with the mean of
-  ``Y`` over *all* learning samples (in-bag and out-of-bag) that fall into it, found with ``apply`` and written
-  into the tree with ``Tree.set_leaf_values``. A leaf always holds at least the in-bag samples that created it, so
-  it is never empty. Without bootstrap both coincide.
-- **Projection then bootstrap.** ``Z`` is computed on all ``n`` learning rows and the bootstrap enters through
-  integer counts multiplied into the trees' ``sample_weight``, as in the reference implementation.
-- **Sample weights** follow scikit-learn: a tree's weights (bootstrap counts x ``sample_weight``) enter the
-  impurities and the leaf values, while ``min_samples_split`` / ``min_samples_leaf`` count the distinct rows with a
-  non-zero weight (so a row drawn twice counts once, as in scikit-learn's forests, and normalised weights that sum
-  to 1 grow full trees).
-- **Sharing.** ``projection_sharing="per_tree"`` is Algorithm 5.2 (a fresh ``Φ`` per tree; the paper's choice for
-  every experiment but Fig. 5.1); ``"shared"`` is Algorithm 5.1 (one ``Φ`` for the forest). ``"pca"`` is
-  deterministic (fitted once on the learning-set outputs), so it is computed once and shared in both modes.
+- ``leaf_labels="full"``: after growing a tree on its bootstrap sample, the learning rows are routed with
+  ``apply`` and the leaf means written with ``Tree.set_leaf_values``. A leaf always holds at least the in-bag
+  samples that created it, so it is never empty.
+- The bootstrap enters as integer counts multiplied into the trees' ``sample_weight``.
+- ``projection="pca"`` is computed once and shared whatever ``projection_sharing`` says.
 - **Seeds.** ``random_state`` seeds a ``numpy.random.SeedSequence``; its first child draws the shared ``Φ``, child
   ``1 + i`` is split into three streams for tree ``i``: bootstrap, ``Φ_i`` and the tree's own ``random_state``. The
   bootstrap and the tree seeds therefore do not depend on ``projection_sharing`` or on the projection family, so a

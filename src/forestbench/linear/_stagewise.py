@@ -9,12 +9,10 @@ coefficients is at most ``t = s * eps``; as ``eps -> 0`` the path is the monoton
 The path is stored as the list of (column, signed increment) of its steps, so the model at any ``t = s * eps`` is
 recovered (or evaluated on held-out rows) without refitting.
 
-**Column scaling.** The thesis only says that inputs and outputs are whitened; the scaling of the node indicators
-is not stated. ``column_scaling="standardize"`` (default) centres every column and scales it to unit variance, so a
-correlation is a correlation coefficient and the published ``t* ~ 3`` on Friedman1 is on the scale our path
-reaches; ``"unit_norm"`` centres and scales to unit Euclidean norm (``t`` then grows by about ``sqrt(n)``);
-``"none"`` only centres the raw 0/1 indicators. Columns of zero variance (a tree's root, any node every sample
-reaches) are never selected. Outputs are whitened (zero mean, unit variance) before the path.
+**Column scaling** (why the default: config/README.md, "l1-compressed extra-trees"): ``"standardize"`` (default)
+centres every column and scales it to unit variance, ``"unit_norm"`` centres and scales to unit Euclidean norm,
+``"none"`` only centres. Columns of zero variance (a tree's root, any node every sample reaches) are never
+selected. Outputs are whitened (zero mean, unit variance) before the path.
 """
 from __future__ import annotations
 

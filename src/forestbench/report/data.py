@@ -1,7 +1,7 @@
 """Reading the tidy scores table and reducing it to the per-(dataset, variant) summaries the reports show.
 
-Choices: the standard deviation over repeats is the sample one (``ddof=1``, the usual reading of "mean ± std over 10
-random splits"); a single repeat has std NaN, shown as missing. Staged rows (``step`` not empty) are convergence
+The standard deviation over repeats is the sample one (``ddof=1``; config/README.md, "Statistics and reports"); a
+single repeat has std NaN, shown as missing. Staged rows (``step`` not empty) are convergence
 curves and are kept apart from the final scores.
 """
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Result tables in the papers' layout (mean ± std per dataset x method, best in bold, marks against the baseline)
 and pairwise p-value tables with the thesis sign notation, rendered as CSV, Markdown, LaTeX (booktabs) and HTML.
 
-Choices:
-
-- Best per row is decided on the displayed (rounded) means, so every tie at the printed precision is bold, as in
-  the thesis tables whose ranks are computed on the printed means.
-- Significance against the baseline (``sig_rule``): ``"max_std"`` (default) marks a cell when
-  |mean - mean_baseline| > max(std_baseline, std_method); this is the rule that reproduces every count the thesis
-  text gives for Tables 5.1/5.2 (the underlining itself is lost). ``"baseline_std"`` uses std_baseline only and
-  ``"method_std"`` std_method only. A mark is "+" (better than the baseline) or "-" (worse), direction-aware.
-  LaTeX underlines marked cells (the papers' notation) and adds the direction as a superscript.
+Best per row and the marks against the baseline follow the readings of config/README.md, "Statistics and
+reports" (bold on the displayed means; ``sig_rule="max_std"`` by default). ``sig_rule`` takes ``"max_std"``
+(|mean - mean_baseline| > max(std_baseline, std_method)), ``"baseline_std"`` (std_baseline only) or
+``"method_std"`` (std_method only). A mark is "+" (better than the baseline) or "-" (worse), direction-aware.
+LaTeX underlines marked cells (the papers' notation) and adds the direction as a superscript.
 """
 from __future__ import annotations
 
