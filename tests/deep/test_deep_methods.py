@@ -91,3 +91,37 @@ def test_pca_size_search_is_charged_with_the_shared_first_layer():
         eight = spec.cost_of(1600, 103, 14, {**base, "pca_fractions": [0.05, 0.06, 0.08, 0.1, 0.12, 0.14,
                                                                          0.16, 0.2]}).fit_seconds - fixed
         assert 0 < two < eight < 4 * two
+
+
+def test_pca_size_search_as_dag_jobs(tmp_path, repo_root):
+    """On a cluster the PCA-size candidates can be jobs of their own: the workflow's tuning in DAG mode over
+    one-element ``pca_fractions`` lists (config/README.md, D12). Every candidate is a tune job, each checked against
+    the estimator's constraints, and the plan charges each job one cascade per inner fold."""
+    import yaml
+
+    from forestbench.workflow.experiments import load_plan
+
+    fractions = [1, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95]
+    cfg = yaml.safe_load((repo_root / "config" / "config.yaml").read_text())
+    exp = cfg["experiments"]["demo_dte"]
+    exp.update(datasets=["yeast"], reports=[{"kind": "table", "metric": "micro_auc"}])
+    exp.pop("reference", None)
+    exp["methods"] = [{
+        "name": "X_TE", "method": "deep_tree_ensemble",
+        "params": {"variant": "X_TE", "n_estimators": 10, "max_layers": 3, "pca_fractions": [0.05]},
+        "tune": {"grid": {"pca_fractions": [[f] for f in fractions]}, "validation": {"kfold": 5},
+                 "metric": "micro_auc", "mode": "dag", "chunk": 1}}]
+    cfg["experiments"] = {"demo_dte": exp}
+    path = tmp_path / "dag_pca.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    plan = load_plan([str(path)])
+    plan.check_parameters()
+    experiment = plan.experiments["demo_dte"]
+    jobs = experiment.tune_jobs()
+    assert len(jobs) == len(fractions) * experiment.repeats["yeast"]
+    assert sorted(c["pca_fractions"][0] for c in experiment.candidates(experiment.variants[0])) == sorted(fractions)
+    # a bad candidate is refused before any job runs
+    exp["methods"][0]["tune"]["grid"]["pca_fractions"].append([1.5])
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match=r"variant X_TE: .*PCA fraction must lie in \(0, 1\], got 1.5"):
+        load_plan([str(path)]).check_parameters()

@@ -292,6 +292,13 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------------------------------------ checks
+    def _validate_params(self):
+        """scikit-learn's check of the declared constraints, then each PCA size of ``pca_fractions`` (an
+        array-like whose elements the constraints cannot describe), so that a bad size is refused wherever the
+        parameters are validated, before any forest is grown."""
+        super()._validate_params()
+        self._check_fractions()
+
     def _check_fractions(self):
         fractions = list(np.atleast_1d(np.asarray(self.pca_fractions, dtype=object)))
         if not fractions:
