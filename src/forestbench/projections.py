@@ -59,7 +59,8 @@ PROJECTION_KINDS = ("gaussian", "rademacher", "achlioptas", "sparse", "subsample
 _NAMED_COMPONENTS = {
     # thesis tables: "ln d rounded to the nearest integer", header floor(0.5 + ln d)
     "ln_d": lambda d: math.floor(0.5 + math.log(d)),
-    # k x q figures: "2 ln d" read as round(2 ln d) = floor(0.5 + 2 ln d) (the figures do not say; 15 on drug-interaction)
+    # k x q figures: "2 ln d" read as round(2 ln d) = floor(0.5 + 2 ln d) (the figures do not say; 15 on
+    # drug-interaction)
     "2ln_d": lambda d: math.floor(0.5 + 2.0 * math.log(d)),
     "sqrt_d": lambda d: math.floor(0.5 + math.sqrt(d)),
 }
