@@ -14,7 +14,7 @@ from forestbench.boosting._gradient_boosting import (
     STGradientBoostingRegressor,
     initial_constants,
 )
-from forestbench.boosting._loop import line_search
+from forestbench.boosting._losses import line_search
 
 ALL = [STGradientBoostingRegressor, GBMORTRegressor, GBRTRPORegressor, GBRTRelabelRPORegressor]
 
@@ -396,7 +396,7 @@ def _pass_reference(y, e, leaf, tab, g):
 @pytest.mark.parametrize("n_leaves", [1, 5, 8, 9, 31])
 def test_logistic_pass_implementations_agree_bit_for_bit(n_leaves):
     # the portable loop, the AVX2 gathers and the AVX-512 permutations (<= 8 leaves) sum in the same lane order
-    from forestbench.boosting._loop import logistic_pass
+    from forestbench.boosting._losses import logistic_pass
     rng = np.random.default_rng(n_leaves)
     for n in (0, 1, 7, 8, 9, 23, 1000, 4099):
         y = rng.choice([-1.0, 1.0], n)
@@ -419,7 +419,7 @@ def test_logistic_pass_implementations_agree_bit_for_bit(n_leaves):
 def _same_bits_at_every_level(cls, kw, X, Y):
     """Fit at every implementation level of the line-search passes this processor has, assert the scores are
     identical, and return them."""
-    from forestbench.boosting._loop import logistic_pass_level
+    from forestbench.boosting._losses import logistic_pass_level
     best = logistic_pass_level(-1)
     try:
         fits = []
