@@ -29,8 +29,8 @@
    oof: every reading builds the same layers) with ``--trees`` trees and ``--layers`` layers; the selected layer
    count and the test micro-AUC and ranking loss of the selected layer are reported beside the best layer in
    hindsight and the published values (DTE paper Tables 6 and 9: 150 trees, 10 layers, mean over 10 folds).
-4. **PCA scaling** (``--scaling``). One embedding RF with ``t`` and with ``10 t`` trees on half of the rows; the node-indicator
-   extraction and the PCA (:class:`TreeEmbedding.fit_transform`) of all rows are timed, interleaved over
+4. **PCA scaling** (``--scaling``). One embedding RF with ``t`` and with ``10 t`` trees on half of the rows; the
+   node-indicator extraction and the PCA (:class:`TreeEmbedding.fit_transform`) of all rows are timed, interleaved over
    ``--repeats`` repeats; the ratio (10 t) / t of the PCA time is reported as the median over repeats. The PCA works
    on the rows x rows Gram matrix, so its cost grows with the rows (eigen-solver) and with the non-zeros
    (products), never with the cube of the number of nodes as a covariance PCA would.

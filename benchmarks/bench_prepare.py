@@ -2,7 +2,8 @@
 
 For each case a file of the published size and a plausible density is generated once (not timed), then the
 prepare step (``forestbench.datasets.from_files.build_dataset``: read, label split, checks; then ``save_dataset``) runs
-in a fresh subprocess ``--repeats`` times; the script reports the median wall time and the peak resident memory of the subprocess (ru_maxrss).
+in a fresh subprocess ``--repeats`` times; the script reports the median wall time and the peak resident memory of
+the subprocess (ru_maxrss).
 Baselines where one exists: ``scipy.io.arff.loadarff`` on the dense file (it cannot read sparse ARFF) and
 scikit-learn's C ``load_svmlight_file`` on an svmlight file of the same content.
 
@@ -52,7 +53,8 @@ def write_case(path: Path, n, p, d, nnz, card, layout, rng) -> None:
                 fh.write(",".join(map(repr, x.tolist())) + "," + ",".join(map(str, y)) + "\n")
             else:
                 cols = np.unique(rng.integers(0, p, size=max(1, rng.poisson(nnz))))
-                vals = ["1"] * len(cols) if nnz <= 100 else [repr(v) for v in np.round(rng.random(len(cols)), 5).tolist()]
+                vals = (["1"] * len(cols) if nnz <= 100
+                        else [repr(v) for v in np.round(rng.random(len(cols)), 5).tolist()])
                 items = [f"{c} {v}" for c, v in zip(cols.tolist(), vals)] + [f"{p + k} 1" for k in labels.tolist()]
                 fh.write("{" + ",".join(items) + "}\n")
 

@@ -9,7 +9,11 @@ layer; ecc, mlp, mlknn, rakel, mldf:<metric>.
 Usage: DS=yeast OUT=benchmarks/out/dte_yeast python benchmarks/dte_offline_rows.py METHOD[,METHOD...] FOLD[,FOLD...]
 The full protocol (PCA size tuned by inner CV) is the dte_tables_5_9 / dte_table_4 experiments of config/thesis.yaml.
 """
-import json, os, sys, time, resource
+import json
+import os
+import sys
+import time
+import resource
 from pathlib import Path
 import numpy as np
 from forestbench.datasets.embedded import river_yeast
@@ -45,10 +49,15 @@ def make(name, seed):
 DS = os.environ.get("DS", "yeast")
 if DS == "sf2":
     from forestbench.datasets.embedded import river_sf2
-    d = river_sf2(); X = d.X; Y = np.asarray(d.Y, dtype=float); METRICS = ["arrmse"]
+    d = river_sf2()
+    X = d.X
+    Y = np.asarray(d.Y, dtype=float)
+    METRICS = ["arrmse"]
     OUT = Path(os.environ.get("OUT", "benchmarks/out/dte_sf2"))
 else:
-    d = river_yeast(); X = d.X; Y = d.Y.toarray()
+    d = river_yeast()
+    X = d.X
+    Y = d.Y.toarray()
 splits = make_splits({"type": "kfold", "n_splits": 10, "repeats": 1}, X.shape[0])
 OUT.mkdir(parents=True, exist_ok=True)
 for fold in map(int, sys.argv[2].split(",")):
@@ -58,7 +67,9 @@ for fold in map(int, sys.argv[2].split(",")):
             continue
         tr, te = splits[fold]
         est = make(name, fold)
-        t0 = time.perf_counter(); est.fit(X[tr], Y[tr]); fit_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        est.fit(X[tr], Y[tr])
+        fit_s = time.perf_counter() - t0
         P = est.predict(X[te])
         rec = {"method": name, "fold": fold, "fit_s": fit_s,
                "scores": {m: M.get_metric(m)(Y[te], P, Y[tr]) for m in METRICS},

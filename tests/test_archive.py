@@ -17,7 +17,7 @@ from forestbench._io import write_json
 from forestbench.cli import main
 from forestbench.workflow.collect import collect
 from forestbench.errors import ConfigError, DataError
-from forestbench.workflow.experiments import Job, Plan
+from forestbench.workflow.experiments import Plan
 
 REPO = Path(__file__).resolve().parents[1]
 CHAIN = REPO / "benchmarks/results/table_6_1_chain"

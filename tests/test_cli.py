@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from forestbench.cli import main
 from forestbench.workflow.experiments import Job, Plan

@@ -33,7 +33,8 @@ def test_strings_stay_strings_where_the_schema_wants_strings():
 @pytest.mark.parametrize("item, message", [
     ("select={available: maybe}", "select.available: 'maybe' is not a boolean; write it as 'select={available: true}'"),
     ("max_repeats=many", "max_repeats: 'many' is not an integer; write it as 'max_repeats=1'"),
-    ("select={experiments: demo}", "select.experiments: 'demo' is not a list; write it as 'select={experiments: [a, b]}'"),
+    ("select={experiments: demo}",
+     "select.experiments: 'demo' is not a list; write it as 'select={experiments: [a, b]}'"),
 ])
 def test_a_value_of_the_wrong_type_shows_the_accepted_form(item, message):
     with pytest.raises(ConfigError) as err:

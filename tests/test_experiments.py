@@ -187,7 +187,8 @@ def test_plugin_given_as_a_file_path(repo_root, tmp_path, monkeypatch):
     finally:
         sys.modules.pop("my_methods", None)
     # a fit job is another process: it loads the plugin from the run specification, from the same directory
-    code = ("from forestbench.workflow.methods import load_plugins, build_estimator; load_plugins(['plugins/my_methods.py']);"
+    code = ("from forestbench.workflow.methods import load_plugins, build_estimator; "
+            "load_plugins(['plugins/my_methods.py']);"
             "print(type(build_estimator('shallow_tree_plugin', {'max_depth': 3}, 0)).__name__)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert proc.stdout.strip() == "ShallowTree", proc.stderr

@@ -64,8 +64,8 @@ def test_job_counts_follow_the_expansion(tmp_path):
     plan = _plan()
     report = make_plan(plan, results=tmp_path)
     # linnerud demo: 5 folds, sf2 demo: 3 folds; experiment a has 2 variants, b has 1
-    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "budget": 0, "tune": 0, "select": 0, "fit": 2 * (5 + 3) + 5, "collect": 2,
-                           "report_experiment": 2, "report_index": 1}
+    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "budget": 0, "tune": 0, "select": 0,
+                           "fit": 2 * (5 + 3) + 5, "collect": 2, "report_experiment": 2, "report_index": 1}
     assert report.jobs["fit"] == len(plan.jobs())
     chunked = make_plan(plan, results=tmp_path, chunk=4)
     assert chunked.slurm_jobs["fit"] == math.ceil(16 / 4) + math.ceil(5 / 4)
@@ -74,8 +74,8 @@ def test_job_counts_follow_the_expansion(tmp_path):
 
 def test_max_repeats_and_select_reduce_the_plan(tmp_path):
     report = make_plan(_plan(max_repeats=2, select={"experiments": ["a"]}), results=tmp_path)
-    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "budget": 0, "tune": 0, "select": 0, "fit": 2 * 2 * 2, "collect": 1,
-                           "report_experiment": 1, "report_index": 1}
+    assert report.jobs == {"fetch": 0, "prepare": 2, "split": 2, "budget": 0, "tune": 0, "select": 0,
+                           "fit": 2 * 2 * 2, "collect": 1, "report_experiment": 1, "report_index": 1}
 
 
 def test_model_estimate_without_records(tmp_path):

@@ -154,4 +154,5 @@ def test_nested_command_line_values_are_typed_as_the_schema_says(checkout):
     bad = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--config",
                           "select={available: maybe}"], cwd=checkout, capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0
-    assert "select.available: 'maybe' is not a boolean; write it as 'select={available: true}'" in bad.stdout + bad.stderr
+    assert ("select.available: 'maybe' is not a boolean; write it as 'select={available: true}'"
+            in bad.stdout + bad.stderr)

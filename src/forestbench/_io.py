@@ -18,8 +18,8 @@ def atomic_path(path: str | os.PathLike, suffix: str | None = None) -> Iterator[
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part" + (suffix if suffix is not None else path.suffix),
-                               dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.",
+                               suffix=".part" + (suffix if suffix is not None else path.suffix), dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:

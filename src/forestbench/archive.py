@@ -26,7 +26,6 @@ its scores and its provenance (package versions, commit, host): that, and ``expe
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import math

@@ -18,8 +18,9 @@ import pandas as pd
 from scipy import stats as _sst
 
 __all__ = [
-    "FriedmanResult", "PairwiseResult", "average_ranks", "friedman_test", "holm_correction", "nemenyi_critical_difference",
-    "nemenyi_pvalues", "nemenyi_q_alpha", "pairwise_test", "paired_ttest", "rank_table", "wilcoxon_holm",
+    "FriedmanResult", "PairwiseResult", "average_ranks", "friedman_test", "holm_correction",
+    "nemenyi_critical_difference", "nemenyi_pvalues", "nemenyi_q_alpha", "pairwise_test", "paired_ttest", "rank_table",
+    "wilcoxon_holm",
 ]
 
 

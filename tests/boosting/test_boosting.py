@@ -14,7 +14,7 @@ from forestbench.boosting._gradient_boosting import (
     STGradientBoostingRegressor,
     initial_constants,
 )
-from forestbench.boosting._loop import line_search
+from forestbench.boosting._losses import line_search
 
 ALL = [STGradientBoostingRegressor, GBMORTRegressor, GBRTRPORegressor, GBRTRelabelRPORegressor]
 
@@ -94,7 +94,7 @@ def test_square_loss_step_is_one_for_leaf_mean_trees(cls):
     m = est._model
     leaf = _leaf_rows(est, X)
     R = Y - Y.mean(axis=0)
-    means = np.array([R[leaf == l].mean(axis=0) for l in range(m["leaf_ptr"][1])])
+    means = np.array([R[leaf == k].mean(axis=0) for k in range(m["leaf_ptr"][1])])
     np.testing.assert_allclose(m["values"].reshape(-1, 3), mu * means, atol=1e-12)
 
 
@@ -135,11 +135,14 @@ def test_line_search_agrees_with_scipy(loss, method):
         f = rng.normal(scale=0.5, size=n)
         g = rng.choice([-1.3, -0.2, 0.0, 0.4, 2.0], size=n) * rng.uniform(0.5, 1.5)
         if loss == "logistic":
-            objective = lambda rho: np.logaddexp(0, -2 * y * (f + rho * g)).sum()
+            def objective(rho):
+                return np.logaddexp(0, -2 * y * (f + rho * g)).sum()
         elif loss == "absolute":
-            objective = lambda rho: np.abs(y - f - rho * g).sum()
+            def objective(rho):
+                return np.abs(y - f - rho * g).sum()
         else:
-            objective = lambda rho: 0.5 * ((y - f - rho * g) ** 2).sum()
+            def objective(rho):
+                return 0.5 * ((y - f - rho * g) ** 2).sum()
         ref = minimize_scalar(objective, bracket=(-5, 5), method="brent", options={"xtol": 1e-12})
         rho = line_search(loss, y, f, g, method)
         # same minimum value (the absolute loss can be flat around its minimiser), and the same point when unique
@@ -393,7 +396,7 @@ def _pass_reference(y, e, leaf, tab, g):
 @pytest.mark.parametrize("n_leaves", [1, 5, 8, 9, 31])
 def test_logistic_pass_implementations_agree_bit_for_bit(n_leaves):
     # the portable loop, the AVX2 gathers and the AVX-512 permutations (<= 8 leaves) sum in the same lane order
-    from forestbench.boosting._loop import logistic_pass
+    from forestbench.boosting._losses import logistic_pass
     rng = np.random.default_rng(n_leaves)
     for n in (0, 1, 7, 8, 9, 23, 1000, 4099):
         y = rng.choice([-1.0, 1.0], n)
@@ -416,7 +419,7 @@ def test_logistic_pass_implementations_agree_bit_for_bit(n_leaves):
 def _same_bits_at_every_level(cls, kw, X, Y):
     """Fit at every implementation level of the line-search passes this processor has, assert the scores are
     identical, and return them."""
-    from forestbench.boosting._loop import logistic_pass_level
+    from forestbench.boosting._losses import logistic_pass_level
     best = logistic_pass_level(-1)
     try:
         fits = []
@@ -460,7 +463,9 @@ def test_absolute_line_search_is_a_weighted_median_on_large_and_tied_inputs():
         order = np.argsort(v, kind="stable")
         cum = np.cumsum(w[order])
         ref = v[order][np.argmax(2 * cum >= cum[-1])]
-        objective = lambda r: np.abs(y - f - r * g).sum()
+
+        def objective(r):
+            return np.abs(y - f - r * g).sum()
         assert rho in set(v)
         assert objective(rho) <= objective(ref) + 1e-12 * (1 + objective(ref))
 

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from forestbench.boosting import _loop as _boosting_loop
+from forestbench.boosting._losses import line_search
 from forestbench.boosting._gradient_boosting import (
     GBMORTRegressor,
     GBRTRelabelRPORegressor,
@@ -175,7 +176,7 @@ def test_the_compiled_loop_refuses_mismatched_shapes(data):
     with pytest.raises(ValueError, match="tree range"):
         _boosting_loop.predict_add(X[:5], *arrays, 0, model.n_trees_ + 1, F)
     with pytest.raises(ValueError, match="length"):
-        _boosting_loop.line_search("square", np.ones(5), np.ones(5), np.ones(2))
+        line_search("square", np.ones(5), np.ones(5), np.ones(2))
 
 
 def test_competitor_refuses_rows_mismatch(data):

@@ -198,6 +198,7 @@ def test_source_inside_a_repository_is_a_plain_directory(repo, tmp_path, capsys)
     assert run(tmp_path, reg, work / "data" / "ml", "beta") == 1
     out = capsys.readouterr().out
     assert cache(tmp_path) == {"beta/beta.arff": FILES["data/ml/beta/beta.arff"]}
+    assert f"from the directory {work / 'data' / 'ml'}" in out and "git repository" not in out
 
 
 def test_missing_source_directory_is_an_error(tmp_path, capsys):

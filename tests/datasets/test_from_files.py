@@ -35,8 +35,9 @@ def toy_multilabel(rng, n, p, d, protein=False):
     return X, Y, attrs, rows
 
 
-XML = lambda d: ('<?xml version="1.0"?>\n<labels xmlns="http://mulan.sourceforge.net/labels">\n'
-                 + "".join(f'<label name="l{k}"></label>\n' for k in range(d)) + "</labels>\n")
+def XML(d):
+    return ('<?xml version="1.0"?>\n<labels xmlns="http://mulan.sourceforge.net/labels">\n'
+            + "".join(f'<label name="l{k}"></label>\n' for k in range(d)) + "</labels>\n")
 
 
 def serve(http_server, files: dict[str, str | bytes]) -> list[dict]:
@@ -44,8 +45,9 @@ def serve(http_server, files: dict[str, str | bytes]) -> list[dict]:
     for name, content in files.items():
         body = content.encode() if isinstance(content, str) else content
         http_server.routes[f"/mulan/{name}"] = Route(body)
-        specs.append({"name": name, "url": http_server.url(f"/mulan/{name}"), "sha256": hashlib.sha256(body).hexdigest(),
-                      "size": len(body), "format": "xml" if name.endswith(".xml") else "arff"})
+        specs.append({"name": name, "url": http_server.url(f"/mulan/{name}"),
+                      "sha256": hashlib.sha256(body).hexdigest(), "size": len(body),
+                      "format": "xml" if name.endswith(".xml") else "arff"})
     return specs
 
 
@@ -128,7 +130,6 @@ def test_folds_layout_gives_published_folds(tmp_path):
     rng = np.random.default_rng(2)
     _, _, attrs, rows = toy_multilabel(rng, 12, 2, 2)
     (tmp_path / "e").mkdir()
-    sizes = [4, 4, 4]
     names = []
     for k in range(3):
         names.append(f"e-fold{k + 1}-test.arff")

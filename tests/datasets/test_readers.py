@@ -111,7 +111,8 @@ def test_round_trip_random_dense_and_sparse(tmp_path, seed):
     X = np.round(rng.normal(size=(n, p)), 6) * (rng.random((n, p)) < 0.3)
     header = "@relation r\n" + "".join(f"@attribute a{j} numeric\n" for j in range(p)) + "@data\n"
     dense = header + "".join(",".join(repr(float(v)) for v in row) + "\n" for row in X)
-    sparse = header + "".join("{" + ", ".join(f"{j} {float(row[j])!r}" for j in np.flatnonzero(row)) + "}\n" for row in X)
+    sparse = header + "".join("{" + ", ".join(f"{j} {float(row[j])!r}" for j in np.flatnonzero(row)) + "}\n"
+                              for row in X)
     np.testing.assert_array_equal(read_arff(write(tmp_path, "d.arff", dense)).data, X)
     np.testing.assert_array_equal(read_arff(write(tmp_path, "s.arff", sparse)).data.toarray(), X)
 

@@ -9,10 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from forestbench.datasets.download import remote_files, unavailable_reason
+from forestbench.datasets.download import unavailable_reason
 from forestbench.datasets.prepare import prepare
 from forestbench.datasets.registry import load_registry
 from forestbench.datasets.splits import make_splits
@@ -107,7 +106,8 @@ def test_download_entries_are_coherent(registry):
                 assert f"/mulan/{MULAN_COMMIT}/" in f["url"], f["url"]
                 path = f["url"].split(MULAN_COMMIT + "/")[1]
                 if path in pinned:
-                    assert f.get("sha256") == pinned[path], f"{name}/{f['name']}: sha256 differs from the pinned source list"
+                    assert f.get("sha256") == pinned[path], \
+                        f"{name}/{f['name']}: sha256 differs from the pinned source list"
                     seen_pinned += 1
                 else:
                     assert path in blobs, f"{name}/{f['name']}: {path} is not in the Mulan tree"

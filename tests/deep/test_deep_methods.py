@@ -1,5 +1,4 @@
 """Registration of the deep tree-ensembles and their competitors, and their experiments."""
-import sys
 
 import numpy as np
 import pytest

@@ -1,5 +1,6 @@
-"""Yeast reproduction of thesis Tables 5.1 (RF) and 5.2 (ET) (slow): t=100, k=sqrt(p), n_min=1 on 10 random 1500/917 splits of
-Mulan's yeast (pooled train+test, read from the river 0.26.1 wheel). LRAP drops test rows without labels (as the papers do).
+"""Yeast reproduction of thesis Tables 5.1 (RF) and 5.2 (ET) (slow): t=100, k=sqrt(p), n_min=1 on 10 random 1500/917
+splits of Mulan's yeast (pooled train+test, read from the river 0.26.1 wheel). LRAP drops test rows without labels
+(as the papers do).
 
 The baseline must land within one published standard deviation of 0.759 +- 0.008. The Gaussian rows (q = 1, ln d,
 d) are run and printed beside the paper's; they are compared with a looser band (two published stds) because the

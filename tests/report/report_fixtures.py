@@ -80,5 +80,5 @@ def thesis_lrap_scores() -> pd.DataFrame:
     ref = pd.concat([pd.read_csv(REFERENCE_DIR / "thesis_table_6_5.csv"),
                      pd.read_csv(REFERENCE_DIR / "thesis_table_6_6.csv")])
     return pd.DataFrame({"experiment": "e", "dataset": ref["dataset_id"], "method": ref["method_id"],
-                         "variant": ref["method_id"], "repeat": 0, "metric": "lrap", "value": ref["value"].astype(float),
-                         "higher_is_better": True, "step": np.nan})
+                         "variant": ref["method_id"], "repeat": 0, "metric": "lrap",
+                         "value": ref["value"].astype(float), "higher_is_better": True, "step": np.nan})

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from forestbench._io import write_json
-from forestbench.workflow.collect import collect, write_scores
+from forestbench.workflow.collect import collect
 from forestbench.errors import DataError
 from forestbench.report import build_experiment_report
 

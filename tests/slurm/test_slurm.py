@@ -4,10 +4,10 @@ For each status command the plugin knows (sacct, which needs slurmdbd, and squeu
 with the tiny configuration ``tiny.yaml`` and the repository's ``workflow/profiles/slurm`` profile:
 
 1. every fit job fails on its first attempt (fault injection by the test plugin ``fault_methods.py``, switched on
-   by ``FORESTBENCH_TEST_FAIL_ATTEMPTS=1``) and is resubmitted by ``--retries`` with twice the memory and time: the second ``sbatch`` asks for
-   them, the run records say attempt 2 with the doubled request, and carry the SLURM job id and node. The two
-   fits are bundled into one SLURM job (``--group-components fit_{experiment}=2``). The run ends with the scores table and
-   the experiment's report.
+   by ``FORESTBENCH_TEST_FAIL_ATTEMPTS=1``) and is resubmitted by ``--retries`` with twice the memory and time: the
+   second ``sbatch`` asks for them, the run records say attempt 2 with the doubled request, and carry the SLURM job
+   id and node. The two fits are bundled into one SLURM job (``--group-components fit_{experiment}=2``). The run ends
+   with the scores table and the experiment's report.
 2. a deliberately broken variant (the plugin's ``always_fails``) fails on SLURM, and Snakemake reports
    it and exits non-zero instead of hanging.
 

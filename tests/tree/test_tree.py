@@ -328,7 +328,7 @@ def test_set_leaf_values():
         est.tree_.set_leaf_values(leaves, new)
         pred = est.predict(X)
         lookup = dict(zip(leaves, new))
-        np.testing.assert_array_equal(pred.ravel(), [lookup[l] for l in est.apply(X)])
+        np.testing.assert_array_equal(pred.ravel(), [lookup[leaf] for leaf in est.apply(X)])
     with pytest.raises(ValueError, match="split nodes"):
         est.tree_.set_leaf_values([0], [1.0])
 

@@ -13,7 +13,8 @@ except ImportError as _exc:
     )
 from forestbench.datasets.download import raw_root, remote_files, unavailable_reason
 from forestbench.datasets.registry import write_entry_file
-from forestbench.workflow.experiments import NAME_PATTERN, Job, Plan, TuneJob
+from forestbench.workflow.experiments import Job, Plan, TuneJob
+from forestbench.workflow.variants import NAME_PATTERN
 
 # Parameters are checked against the estimators (which imports them) once, by the Snakemake process that builds the
 # DAG; the re-parses of cluster and subprocess jobs skip it, and so does their printing of the plan.

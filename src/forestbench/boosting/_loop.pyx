@@ -23,8 +23,8 @@ child ids are local to a tree), the leaf values concatenated (``leaf_ptr`` in le
 Leaf values already include ``learning_rate * rho`` except for rpo, where they are multiplied by ``coef`` at
 prediction time (one scalar per leaf plus one d-vector per tree).
 
-Losses, gradients and line searches live in :mod:`forestbench.boosting._losses` (its Python helpers
-``line_search``, ``logistic_pass`` and ``logistic_pass_level`` are importable from here too): square loss in closed
+Losses, gradients and line searches live in :mod:`forestbench.boosting._losses` (with the Python helpers
+``line_search``, ``logistic_pass`` and ``logistic_pass_level`` that the tests call): square loss in closed
 form, absolute loss exactly (weighted median), logistic loss by a bracketed root search on the slope along the step
 (Halley steps for a tree step, the default; Newton steps for a general direction; Brent's method with ``brent=True``).
 """
@@ -44,11 +44,11 @@ from forestbench.tree._criterion cimport DenseCriterion, LeafTargets
 from forestbench.tree._partitioner cimport DensePartitioner
 from forestbench.tree._presort cimport PresortBuilder
 from forestbench.boosting._losses cimport (LOGISTIC, WPair, column_loss, column_gradient,
-                                          line_search_step, line_search_logistic_leaves,
-                                          logistic_state_gradient, logistic_state_reset,
-                                          logistic_state_update, project_gradient)
+                                           line_search_step, line_search_logistic_leaves,
+                                           logistic_state_gradient, logistic_state_reset,
+                                           logistic_state_update, project_gradient)
 
-from forestbench.boosting._losses import LOSSES, line_search, logistic_pass, logistic_pass_level  # noqa: F401
+from forestbench.boosting._losses import LOSSES
 
 cdef enum:
     MORT = 0
@@ -379,7 +379,7 @@ cdef intp_t _grow_tree(Loop* L, Model* M, PresortBuilder pbuilder, TreeBuilder b
 cdef int _step_and_update(Loop* L, Model* M, intp_t out, intp_t nl) except -1 nogil:
     """Line search per output on the last tree, its scaling by the learning rate and the update of the training
     scores (and of the kept exp(2 y f))."""
-    cdef intp_t n = L.n, d = L.d, width = L.width, i, j, l
+    cdef intp_t n = L.n, d = L.d, width = L.width, i, j, k
     cdef float64_t lr = L.lr
     cdef float64_t* Yt = L.Yt
     cdef float64_t* Ft = L.Ft
@@ -397,8 +397,8 @@ cdef int _step_and_update(Loop* L, Model* M, intp_t out, intp_t nl) except -1 no
         else:
             rho[0] = lr * line_search_step(L.loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n, L.work,
                                            L.brent)
-        for l in range(nl):
-            V[l] *= rho[0]
+        for k in range(nl):
+            V[k] *= rho[0]
         for i in range(n):
             Ft[out * n + i] += V[leaf[i]]
         if L.estate:
@@ -428,8 +428,8 @@ cdef int _step_and_update(Loop* L, Model* M, intp_t out, intp_t nl) except -1 no
             else:
                 rho[j] = lr * line_search_step(L.loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, L.work,
                                                L.brent)
-            for l in range(nl):
-                V[l * d + j] *= rho[j]
+            for k in range(nl):
+                V[k * d + j] *= rho[j]
             for i in range(n):
                 Ft[j * n + i] += V[leaf[i] * d + j]
             if L.estate:
@@ -508,7 +508,13 @@ cdef int _alloc_scratch(Loop* L, intp_t max_leaf_nodes) except -1:
 
 
 cdef void _free_scratch(Loop* L) noexcept nogil:
-    free(L.leaf); free(L.gcol); free(L.phi); free(L.perm); free(L.rho); free(L.work); free(L.tab)
+    free(L.leaf)
+    free(L.gcol)
+    free(L.phi)
+    free(L.perm)
+    free(L.rho)
+    free(L.work)
+    free(L.tab)
 
 
 def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learning_rate,
@@ -630,19 +636,29 @@ cdef dict _export(Model* M, int algo):
     cdef intp_t[::1] a
     cdef float64_t[::1] b
     if nn > 0:
-        a = out["left"]; memcpy(&a[0], M.left, nn * sizeof(intp_t))
-        a = out["right"]; memcpy(&a[0], M.right, nn * sizeof(intp_t))
-        a = out["feature"]; memcpy(&a[0], M.feature, nn * sizeof(intp_t))
-        a = out["leaf_index"]; memcpy(&a[0], M.leaf_index, nn * sizeof(intp_t))
-        b = out["threshold"]; memcpy(&b[0], M.threshold, nn * sizeof(float64_t))
+        a = out["left"]
+        memcpy(&a[0], M.left, nn * sizeof(intp_t))
+        a = out["right"]
+        memcpy(&a[0], M.right, nn * sizeof(intp_t))
+        a = out["feature"]
+        memcpy(&a[0], M.feature, nn * sizeof(intp_t))
+        a = out["leaf_index"]
+        memcpy(&a[0], M.leaf_index, nn * sizeof(intp_t))
+        b = out["threshold"]
+        memcpy(&b[0], M.threshold, nn * sizeof(float64_t))
     if nt > 0:
-        a = out["node_ptr"]; memcpy(&a[0], M.node_ptr, (nt + 1) * sizeof(intp_t))
-        a = out["leaf_ptr"]; memcpy(&a[0], M.leaf_ptr, (nt + 1) * sizeof(intp_t))
-        a = out["output"]; memcpy(&a[0], M.output, nt * sizeof(intp_t))
+        a = out["node_ptr"]
+        memcpy(&a[0], M.node_ptr, (nt + 1) * sizeof(intp_t))
+        a = out["leaf_ptr"]
+        memcpy(&a[0], M.leaf_ptr, (nt + 1) * sizeof(intp_t))
+        a = out["output"]
+        memcpy(&a[0], M.output, nt * sizeof(intp_t))
         if algo == RPO:
-            b = out["coef"].reshape(-1); memcpy(&b[0], M.coef, nt * M.d * sizeof(float64_t))
+            b = out["coef"].reshape(-1)
+            memcpy(&b[0], M.coef, nt * M.d * sizeof(float64_t))
     if M.n_leaves * M.width > 0:
-        b = out["values"]; memcpy(&b[0], M.values, M.n_leaves * M.width * sizeof(float64_t))
+        b = out["values"]
+        memcpy(&b[0], M.values, M.n_leaves * M.width * sizeof(float64_t))
     return out
 
 

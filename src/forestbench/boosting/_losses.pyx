@@ -10,7 +10,7 @@ logistic line search live in ``_logistic_pass.h`` (vectorised where the processo
 module includes it, so the implementation level chosen by :func:`logistic_pass_level` is one per process.
 """
 from libc.stdlib cimport malloc, free
-from libc.math cimport exp, log, log1p, fabs, INFINITY
+from libc.math cimport exp, log1p, fabs, INFINITY
 
 import numpy as np
 
@@ -58,7 +58,7 @@ cdef float64_t column_loss(int loss, const float64_t* y, const float64_t* f, int
 
 
 cdef void column_gradient(int loss, const float64_t* y, const float64_t* f, float64_t* r,
-                           intp_t n) noexcept nogil:
+                          intp_t n) noexcept nogil:
     """Negative gradient of the loss at f."""
     cdef intp_t i
     cdef float64_t e
@@ -92,8 +92,8 @@ cdef float64_t _brent_root(const float64_t* y, const float64_t* f, const float64
                            float64_t a, float64_t fa, float64_t b, float64_t fb, float64_t tol) noexcept nogil:
     """Brent's (1973) root finder on the logistic slope, given a bracket with fa * fb <= 0."""
     cdef float64_t c = a, fc = fa, d = b - a, e = b - a, m, p, q, r, s, tol1
-    cdef int it
-    for it in range(200):
+    cdef int _it
+    for _it in range(200):
         if (fb > 0 and fc > 0) or (fb < 0 and fc < 0):
             c = a
             fc = fa
@@ -171,7 +171,7 @@ cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t*
     cdef intp_t i
     cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0
     cdef float64_t lo = 0.0, hi = INFINITY, rho, new, sl, cv
-    cdef int it
+    cdef int _it
     for i in range(n):
         if g[i] != 0.0:
             slope0 -= g[i] * r[i]
@@ -185,7 +185,7 @@ cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t*
         sign = -1.0
         slope0 = -slope0
     rho = -slope0 / curv if curv > 0 else 1.0
-    for it in range(100):
+    for _it in range(100):
         _logistic_slope_curv(y, f, g, n, rho, sign, &sl, &cv)
         if sl < 0:
             lo = rho
@@ -205,8 +205,8 @@ cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t*
 
 
 cdef float64_t line_search_logistic_leaves(const float64_t* y, const intp_t* leaf, const float64_t* gl,
-                                            intp_t gstride, intp_t n_leaves, intp_t n, const float64_t* e,
-                                            float64_t* tab) noexcept nogil:
+                                           intp_t gstride, intp_t n_leaves, intp_t n, const float64_t* e,
+                                           float64_t* tab) noexcept nogil:
     """The bracketed search of :func:`_line_search_logistic_newton` for a tree step, with Halley's steps in place
     of Newton's. The step g_i = gl[leaf_i * gstride] takes one value per leaf, so exp(2 y_i (f_i + rho g_i)) =
     e_i exp(2 y_i rho g_i) with the kept e_i = exp(2 y_i f_i): 2 x n_leaves exponentials per step instead of one
@@ -215,15 +215,15 @@ cdef float64_t line_search_logistic_leaves(const float64_t* y, const intp_t* lea
     sample, eight lanes wide); at rho = 0 the pass gives the negative gradient y a = 2 y / (1 + e) itself, so no
     stored gradient is read. About 2.8 passes per search on the delicious-sized benchmark against 5 with Newton's
     steps. ``tab`` holds 3 x n_leaves doubles."""
-    cdef intp_t l, it
+    cdef intp_t k, _it
     cdef float64_t slope0, curv, scale, sign = 1.0, sl, cv, third
     cdef float64_t lo = 0.0, hi = INFINITY, rho, new
     cdef float64_t sums[4]
     cdef float64_t* G = tab + 2 * n_leaves
-    for l in range(n_leaves):
-        G[l] = gl[l * gstride]
-        tab[2 * l] = 1.0
-        tab[2 * l + 1] = 1.0
+    for k in range(n_leaves):
+        G[k] = gl[k * gstride]
+        tab[2 * k] = 1.0
+        tab[2 * k + 1] = 1.0
     fb_logistic_pass(y, e, leaf, tab, G, n_leaves, n, sums)
     slope0 = -sums[0]
     curv = sums[1]
@@ -235,15 +235,15 @@ cdef float64_t line_search_logistic_leaves(const float64_t* y, const intp_t* lea
         sign = -1.0
         slope0 = -slope0
         third = -third
-        for l in range(n_leaves):
-            G[l] = -G[l]
+        for k in range(n_leaves):
+            G[k] = -G[k]
     # Halley steps (slope, curvature and third derivative from the same pass: cubic convergence), kept inside the
     # sign-change bracket of the slope like the Newton search
     rho = _halley_step(0.0, slope0, curv, third)
-    for it in range(100):
-        for l in range(n_leaves):
-            tab[2 * l] = exp(2.0 * rho * G[l])        # y = +1
-            tab[2 * l + 1] = 1.0 / tab[2 * l] if tab[2 * l] > 0 else INFINITY
+    for _it in range(100):
+        for k in range(n_leaves):
+            tab[2 * k] = exp(2.0 * rho * G[k])        # y = +1
+            tab[2 * k + 1] = 1.0 / tab[2 * k] if tab[2 * k] > 0 else INFINITY
         fb_logistic_pass(y, e, leaf, tab, G, n_leaves, n, sums)
         sl = -sums[0]
         cv = sums[1]
@@ -315,7 +315,6 @@ cdef float64_t _line_search_logistic(const float64_t* y, const float64_t* f, con
     return _brent_root(y, f, g, n, a, fa, b, fb, tol)
 
 
-
 cdef float64_t _weighted_median(WPair* a, intp_t m, float64_t total) noexcept nogil:
     """The smallest value v of a[0:m] with 2 W(<= v) >= total (W the summed weights), by a three-way quickselect
     (expected O(m), where sorting took O(m log m) and most of an absolute-loss fit). a is reordered."""
@@ -344,12 +343,16 @@ cdef float64_t _weighted_median(WPair* a, intp_t m, float64_t total) noexcept no
         while i < gt:
             if a[i].value < pivot:
                 wl += a[i].weight
-                tmp = a[i]; a[i] = a[lt]; a[lt] = tmp
+                tmp = a[i]
+                a[i] = a[lt]
+                a[lt] = tmp
                 lt += 1
                 i += 1
             elif a[i].value > pivot:
                 gt -= 1
-                tmp = a[i]; a[i] = a[gt]; a[gt] = tmp
+                tmp = a[i]
+                a[i] = a[gt]
+                a[gt] = tmp
             else:
                 we += a[i].weight
                 i += 1
@@ -393,7 +396,7 @@ cdef float64_t _line_search_absolute(const float64_t* y, const float64_t* f, con
 
 
 cdef float64_t line_search_step(int loss, const float64_t* y, const float64_t* f, const float64_t* r,
-                            const float64_t* g, intp_t n, WPair* work, bint brent) noexcept nogil:
+                                const float64_t* g, intp_t n, WPair* work, bint brent) noexcept nogil:
     cdef intp_t i
     cdef float64_t num = 0.0, den = 0.0
     if loss == SQUARE:
@@ -485,13 +488,13 @@ cdef void logistic_state_reset(const float64_t* y, const float64_t* f, float64_t
 
 
 cdef void logistic_state_update(const float64_t* y, float64_t* E, const intp_t* leaf, const float64_t* delta,
-                                 intp_t stride, float64_t scale, intp_t n_leaves, intp_t n,
-                                 float64_t* tab) noexcept nogil:
+                                intp_t stride, float64_t scale, intp_t n_leaves, intp_t n,
+                                float64_t* tab) noexcept nogil:
     """E_i *= exp(2 y_i scale delta[leaf_i * stride]): the scores moved by one value per leaf, 2 exps per leaf."""
-    cdef intp_t l
-    for l in range(n_leaves):
-        tab[2 * l] = exp(2.0 * scale * delta[l * stride])
-        tab[2 * l + 1] = 1.0 / tab[2 * l] if tab[2 * l] > 0 else INFINITY
+    cdef intp_t k
+    for k in range(n_leaves):
+        tab[2 * k] = exp(2.0 * scale * delta[k * stride])
+        tab[2 * k + 1] = 1.0 / tab[2 * k] if tab[2 * k] > 0 else INFINITY
     fb_logistic_update(y, E, leaf, tab, n_leaves, n)
 
 

@@ -79,7 +79,7 @@ def _info(args) -> int:
 
 
 def _fetch(args) -> int:
-    from forestbench.datasets.download import Downloader, RemoteFile, fetch_dataset, remote_files, raw_root
+    from forestbench.datasets.download import Downloader, fetch_dataset, remote_files, raw_root
     from forestbench.datasets.registry import get_entry
 
     reg = _registry(args)

@@ -2,8 +2,8 @@
 
 Guarantees:
 
-* A file is streamed into a temporary file in its final directory (``.<name>.part-<host>-<pid>-XXXX``), hashed while it is
-  written, checked (size announced by the server, size and sha256 of the registry or of the lock file) and only then
+* A file is streamed into a temporary file in its final directory (``.<name>.part-<host>-<pid>-XXXX``), hashed while it
+  is written, checked (size announced by the server, size and sha256 of the registry or of the lock file) and only then
   renamed onto its final name with :func:`os.replace`. On any failure, ``KeyboardInterrupt`` included, the temporary
   file is removed, so ``data/raw/`` never holds a partial or unverified file under a final name. Stale temporary files
   of the same target left by a killed process (SIGKILL cannot be caught) are removed before the next attempt.
@@ -195,8 +195,8 @@ class Downloader:
         directory.mkdir(parents=True, exist_ok=True)
         if rf.archive == "rar":
             raise DownloadError(
-                f"dataset {dataset!r}: {rf.urls[0] if rf.urls else rf.stored_name} is a .rar archive, which forestbench "
-                f"cannot extract without an external tool. "
+                f"dataset {dataset!r}: {rf.urls[0] if rf.urls else rf.stored_name} is a .rar archive, which "
+                f"forestbench cannot extract without an external tool. "
                 + (f"Use the alternative source: {rf.alternative}. " if rf.alternative else "")
                 + f"Or extract it yourself and set local_path for {dataset!r} in config/datasets.yaml.")
         key = f"{dataset}/{rf.stored_name}"

@@ -6,8 +6,8 @@ A SOURCE is either
   one of its mirrors) names ``<owner>/<repo>`` at commit ``<commit>`` and path ``<path>`` is read from the git
   objects as ``<commit>:<path>``, so the bytes are those of the pinned commit whatever the work tree holds; a file
   whose commit the repository lacks is looked up in the work tree like in a plain directory; or
-* a plain directory, where a file is looked up at its repository path (``data/multi-label/emotions/emotions-train.arff``),
-  then at ``<dataset>/<file>``, then at ``<file>``.
+* a plain directory, where a file is looked up at its repository path
+  (``data/multi-label/emotions/emotions-train.arff``), then at ``<dataset>/<file>``, then at ``<file>``.
 
 Every file is verified against the registry's sha256 (or the lock file's; a file with no checksum anywhere is
 recorded there, trust on first use, as a download would) before it is renamed into ``<raw>/<dataset>/<file>``; a
@@ -304,7 +304,7 @@ def fetch_dataset_from(source: Source, name: str, entry: dict, root: Path, dl: D
                                         f"use `datasets fetch {name}`")
     reason = unavailable_reason(name, entry)
     if reason:
-        return DatasetResult(name, note=f"unavailable: set local_path in its registry entry to use it")
+        return DatasetResult(name, note="unavailable: set local_path in its registry entry to use it")
     files = remote_files(entry)
     if not files:
         raise DownloadError(f"dataset {name!r}: its source lists no files to fetch")

@@ -279,7 +279,7 @@ def _fill_value(col: np.ndarray, attr: Attribute) -> float:
 
 
 def _onehot(X, attrs: list[Attribute]):
-    blocks, names, out_attrs = [], [], []
+    blocks, out_attrs = [], []
     dense = not sp.issparse(X)
     for j, a in enumerate(attrs):
         col = _column(X, j)

@@ -596,7 +596,8 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
             "layer_metric": self.layer_metric_,
             "layer_scores": [float(s) for s in self.layer_scores_],
             "pca_fraction": None if self.pca_fraction_ is None else (
-                int(self.pca_fraction_) if isinstance(self.pca_fraction_, numbers.Integral) else float(self.pca_fraction_)),
+                int(self.pca_fraction_) if isinstance(self.pca_fraction_, numbers.Integral)
+                else float(self.pca_fraction_)),
             "fit_seconds_split": {k: round(v, 4) for k, v in totals.items()},
             # one scalar per layer, so that the tidy scores table gets an extra.train_layer_<L> column
             **{f"train_layer_{i}": float(s) for i, s in enumerate(self.layer_scores_, start=1)},

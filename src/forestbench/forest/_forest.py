@@ -28,9 +28,7 @@ sparse families keep ``Z`` sparse when it is sparse enough (:func:`forestbench.p
 """
 from __future__ import annotations
 
-import math
 import os
-import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor

@@ -32,7 +32,7 @@ from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_c
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from forestbench.deep._cascade import _PRED_ET, _PRED_RF, _forest, as_seed_sequence, layer_score, layer_seed
+from forestbench.deep._cascade import _PRED_ET, _PRED_RF, _forest, as_seed_sequence, layer_seed
 from forestbench._target_scale import power_of_two_scale
 from forestbench.projections import ParameterError
 

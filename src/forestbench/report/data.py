@@ -147,7 +147,8 @@ def score_matrix(summary: pd.DataFrame, datasets: list[str] | None = None, varia
     datasets = datasets if datasets is not None else ordered_unique(summary["dataset"])
     variants = variants if variants is not None else ordered_unique(summary["variant"])
     if summary.empty:
-        return pd.DataFrame(np.nan, index=pd.Index(datasets, name="dataset"), columns=pd.Index(variants, name="variant"))
+        return pd.DataFrame(np.nan, index=pd.Index(datasets, name="dataset"),
+                            columns=pd.Index(variants, name="variant"))
     wide = summary.pivot(index="dataset", columns="variant", values=value)
     return wide.reindex(index=datasets, columns=variants).rename_axis(index="dataset", columns="variant").astype(float)
 

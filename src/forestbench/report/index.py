@@ -115,7 +115,8 @@ def _verdict_counts(manifest: dict | None) -> dict:
     manifest = manifest or {}
     if "verdict" in manifest:
         return manifest["verdict"] or {}
-    return verdict_counts([s.get("data") or {} for s in manifest.get("sections", []) if s.get("kind") == "reproduction"])
+    return verdict_counts([s.get("data") or {} for s in manifest.get("sections", [])
+                           if s.get("kind") == "reproduction"])
 
 
 def _verdict(manifest: dict | None) -> str:
@@ -182,8 +183,8 @@ def build_index(experiment_dirs: list[Path] | dict, out_dir: Path) -> Path:
             body.append(f"<p class='warning'><b>Warning</b>: the fits of this experiment ran with different "
                         f"versions of {html.escape(', '.join(mixed))}.</p>")
         rel_dir = Path(os.path.relpath(report_dir, out_dir))
-        body.append(f"<p class='links'><a href='{html.escape((rel_dir / manifest.get('report_md', 'report.md')).as_posix())}'>"
-                    "experiment report (Markdown)</a></p>")
+        report_md = (rel_dir / manifest.get("report_md", "report.md")).as_posix()
+        body.append(f"<p class='links'><a href='{html.escape(report_md)}'>experiment report (Markdown)</a></p>")
         for sec in manifest.get("sections", []):
             body.append(f"<h3>{html.escape(sec['title'])}</h3>")
             if sec["files"]:
@@ -191,8 +192,8 @@ def build_index(experiment_dirs: list[Path] | dict, out_dir: Path) -> Path:
                                  for k, p in sec["files"].items())
                 body.append(f"<p class='links'>{links}</p>")
             for img in sec["images"]:
-                body.append(f"<img class='figure' data-kind='{html.escape(sec['kind'])}' alt='{html.escape(sec['title'])}'"
-                            f" src='{_data_uri(Path(report_dir) / img)}'>")
+                body.append(f"<img class='figure' data-kind='{html.escape(sec['kind'])}' "
+                            f"alt='{html.escape(sec['title'])}' src='{_data_uri(Path(report_dir) / img)}'>")
             body += [f"<p class='note'>{html.escape(n)}</p>" for n in sec["notes"]]
             if sec.get("html"):
                 body.append(f"<div class='kind-{html.escape(sec['kind'])}'>{sec['html']}</div>")

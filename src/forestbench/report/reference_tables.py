@@ -32,8 +32,8 @@ def read_reference(reference_dir: Path, table: str) -> tuple[pd.DataFrame, str]:
     for kind, needed in KIND_COLUMNS.items():
         if needed <= set(frame.columns):
             return frame, kind
-    raise ConfigError(f"reference table {path} is neither a results, a p-value, a critical-difference nor a parameter-grid table "
-                      f"(columns: {', '.join(frame.columns)})")
+    raise ConfigError(f"reference table {path} is neither a results, a p-value, a critical-difference nor a "
+                      f"parameter-grid table (columns: {', '.join(frame.columns)})")
 
 
 def _entry(ref_cfg, experiment: str) -> tuple[str, str, str]:

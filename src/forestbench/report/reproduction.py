@@ -112,8 +112,8 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
                          "method_id": r.method_id, "metric": metric,
                          "paper_printed": r.value + (f" ± {r.std}" if r.std else ""), "paper_value": paper_value,
                          "paper_std": paper_std, "ours_mean": mean, "ours_std": std, "n_repeats": n,
-                         "difference": diff, "difference_relative": diff_rel, "difference_in_std": diff_std, "status": status,
-                         "reference_note": r.note if "note" in ref.columns else ""})
+                         "difference": diff, "difference_relative": diff_rel, "difference_in_std": diff_std,
+                         "status": status, "reference_note": r.note if "note" in ref.columns else ""})
     frame = pd.DataFrame(rows, columns=COLUMNS)
     if (frame["paper_std"].isna() & frame["ours_mean"].notna() & frame["paper_value"].notna()).any():
         notes.append("the paper prints no std for some cells: their difference is given in raw units and "

@@ -140,7 +140,8 @@ class MeanStdTable:
             out[f"{v} std"] = self.std[v].to_numpy()
             marks = []
             for d in self.datasets:
-                parts = (["best"] if self.best.loc[d, v] else []) + ([self.mark.loc[d, v]] if self.mark.loc[d, v] else [])
+                parts = ((["best"] if self.best.loc[d, v] else [])
+                         + ([self.mark.loc[d, v]] if self.mark.loc[d, v] else []))
                 marks.append(" ".join(parts) if not pd.isna(self.mean.loc[d, v]) else self.status(d, v))
             out[f"{v} mark"] = marks
         if self.average_rank is not None:
@@ -396,7 +397,8 @@ def pvalue_table(scores: pd.DataFrame, metric: str, higher_is_better: bool, test
             wide = wide.reindex(columns=variants)
             present = wide.dropna(axis=1, how="all")
             if present.shape[1] < wide.shape[1]:
-                notes.append(f"{d}: variant(s) not run: {', '.join(map(str, wide.columns.difference(present.columns)))}")
+                not_run = wide.columns.difference(present.columns)
+                notes.append(f"{d}: variant(s) not run: {', '.join(map(str, not_run))}")
             paired = present.dropna(axis=0, how="any")
             if paired.shape[0] < 2 or paired.shape[1] < 2:
                 notes.append(f"{d}: not enough paired repeats (need 2) for the test")

@@ -134,7 +134,7 @@ def flat_forest_predict(const int32_t[::1] child, const int32_t[::1] feat, const
     Tree by tree (one tree's nodes stay in cache while all rows go through it), PREDICT_LANES rows at a time
     descending together: each step of a row is a chain of dependent loads (feature, input value, next node), and
     interleaving the rows' chains overlaps their latencies; a group stops when none of its rows moved."""
-    cdef intp_t n = X.shape[0], n_trees = roots.shape[0], d = value.shape[1], i, m, node, o
+    cdef intp_t n = X.shape[0], n_trees = roots.shape[0], d = value.shape[1], i, m, o
     cdef intp_t g, k, i0, width = PREDICT_LANES
     cdef intp_t lanes[PREDICT_LANES]
     cdef const float32_t* rows[PREDICT_LANES]

@@ -45,8 +45,8 @@ cdef class SparsePartitioner(Partitioner):
     cdef float64_t log_n           # ln(node size)
     cdef public float64_t extract_switch   # 0.1 (Eq. 8.6); tests force one path
     cdef object _keep_rows
-    cdef const int32_t* row_features     # CSR pattern of X: features of row i at
-    cdef const intp_t* row_indptr        #   row_features[row_indptr[i]:row_indptr[i + 1]]
+    cdef const int32_t* row_features     # CSR pattern of X: the features of row i are
+    cdef const intp_t* row_indptr        # row_features[row_indptr[i]:row_indptr[i + 1]]
     cdef intp_t* node_features           # == node_stamp: the feature has an entry in the current node
     cdef intp_t node_stamp
 

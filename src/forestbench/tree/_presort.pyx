@@ -30,13 +30,28 @@ cdef inline void _side_squares(const float64_t* A, const float64_t* S, intp_t q,
     cdef float64_t a0 = 0.0, a1 = 0.0, a2_ = 0.0, a3 = 0.0, b0 = 0.0, b1 = 0.0, b2_ = 0.0, b3 = 0.0, u, v
     cdef intp_t k = 0
     while k + 4 <= q:
-        u = A[k]; v = S[k] - u; a0 += u * u; b0 += v * v
-        u = A[k + 1]; v = S[k + 1] - u; a1 += u * u; b1 += v * v
-        u = A[k + 2]; v = S[k + 2] - u; a2_ += u * u; b2_ += v * v
-        u = A[k + 3]; v = S[k + 3] - u; a3 += u * u; b3 += v * v
+        u = A[k]
+        v = S[k] - u
+        a0 += u * u
+        b0 += v * v
+        u = A[k + 1]
+        v = S[k + 1] - u
+        a1 += u * u
+        b1 += v * v
+        u = A[k + 2]
+        v = S[k + 2] - u
+        a2_ += u * u
+        b2_ += v * v
+        u = A[k + 3]
+        v = S[k + 3] - u
+        a3 += u * u
+        b3 += v * v
         k += 4
     while k < q:
-        u = A[k]; v = S[k] - u; a0 += u * u; b0 += v * v
+        u = A[k]
+        v = S[k] - u
+        a0 += u * u
+        b0 += v * v
         k += 1
     a2[0] = (a0 + a1) + (a2_ + a3)
     b2[0] = (b0 + b1) + (b2_ + b3)
@@ -69,7 +84,7 @@ cdef inline void _scan_single(Candidate* c, intp_t f, const int32_t* ix, const f
     ``PresortBuilder._evaluate`` (forward, or backward past a leading run of equal values), so the same cut wins.
     The running side sum lives in a register instead of the sums array."""
     cdef intp_t r, b0 = start, fpos
-    cdef float64_t sl = 0.0, pl, pr, proxy, fbest, best = best_io[0], t
+    cdef float64_t sl = 0.0, proxy, fbest, best = best_io[0], t
     while b0 < end - 1 and same_value(xv[b0 + 1], xv[b0]):
         b0 += 1
     if b0 - start > end - b0:
@@ -223,10 +238,20 @@ cdef class PresortBuilder:
 
     def __dealloc__(self):
         free(self.inv)
-        free(self.idx); free(self.val); free(self.tmp_idx); free(self.tmp_val); free(self.goleft)
-        free(self.feats); free(self.sum_total); free(self.sum_left); free(self.best_left)
-        free(self.frontier); free(self.nodes); free(self.leaf_values)
-        free(self.bin_sums); free(self.bin_counts)
+        free(self.idx)
+        free(self.val)
+        free(self.tmp_idx)
+        free(self.tmp_val)
+        free(self.goleft)
+        free(self.feats)
+        free(self.sum_total)
+        free(self.sum_left)
+        free(self.best_left)
+        free(self.frontier)
+        free(self.nodes)
+        free(self.leaf_values)
+        free(self.bin_sums)
+        free(self.bin_counts)
 
     cdef int _ensure(self, intp_t q, intp_t w) except -1 nogil:
         if q > self.cap_q:
@@ -275,7 +300,7 @@ cdef class PresortBuilder:
         cdef const float32_t* xv
         cdef float64_t* S = self.sum_total
         cdef float64_t* SL = self.sum_left
-        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, nl, nr, pl, pr, s1
+        cdef float64_t sq = 0.0, ss = 0.0, z, proxy, best = -INFINITY, pl, pr, s1
         cdef intp_t b0, fpos
         cdef float64_t fbest
         cdef const float64_t* zrow

@@ -34,7 +34,7 @@ partitioned on the chosen split and its exact impurities computed at the end.
 """
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
-from libc.math cimport INFINITY, fabs
+from libc.math cimport INFINITY
 from libc.stdint cimport uint64_t
 
 import numpy as np

@@ -9,10 +9,9 @@ array, or a CSR matrix ``(n_leaves, n_outputs)`` holding the non-zero means
 when the leaf targets are sparse. ``Tree.leaf_index[node]`` is the row of a
 leaf (-1 for split nodes). The whole build runs without the GIL.
 """
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
 from libc.math cimport INFINITY
-from libc.stdint cimport uint64_t
 
 import numpy as np
 import scipy.sparse as sp

@@ -5,15 +5,14 @@ metric row, resolved parameters become ``param.<name>`` columns, the package ver
 ``package.<name>`` columns. Works on whatever records exist, so a table can be
 built while jobs are still running.
 
-A table never mixes configurations. Given what the current configuration expects of each run
-(:func:`expected_runs`, written by the workflow to ``results/<experiment>/expected_runs.json``), a record is kept
-only when its fingerprint (``forestbench.workflow.records.fingerprint_of``) matches: the same resolved run specification
-(parameters, tuning, metrics, seed, protocol, threads), the same prepared data and split checksums as the files
-now in ``data/``, and, among the records of one table, the same versions of ``forestbench.workflow.records.CODE_PACKAGES``
-(when records of several versions exist, those of the running environment are kept). The other records are
-superseded: they are left out of the table and named, with the reason, in the collect log; the report then lists
-their cells as not run. Rerunning their jobs (a run without ``select``, or ``--forcerun fit`` after a package
-upgrade) brings them back.
+A table never mixes configurations. Given what the current configuration expects of each run (:func:`expected_runs`,
+written by the workflow to ``results/<experiment>/expected_runs.json``), a record is kept only when its fingerprint
+(``forestbench.workflow.records.fingerprint_of``) matches: the same resolved run specification (parameters, tuning,
+metrics, seed, protocol, threads), the same prepared data and split checksums as the files now in ``data/``, and, among
+the records of one table, the same versions of ``forestbench.workflow.records.CODE_PACKAGES`` (when records of several
+versions exist, those of the running environment are kept). The other records are superseded: they are left out of the
+table and named, with the reason, in the collect log; the report then lists their cells as not run. Rerunning their jobs
+(a run without ``select``, or ``--forcerun fit`` after a package upgrade) brings them back.
 """
 from __future__ import annotations
 
@@ -245,10 +244,10 @@ def current(record_paths: list[str | Path], expected: dict | None, experiment: s
     if len(distinct) > 1:
         here = code_versions()
         if json.dumps(here, sort_keys=True) not in distinct:
+            versions = "; ".join(sorted(map(_versions, map(json.loads, distinct))))
             raise DataError(f"the run records of {experiment or 'this table'} were made with {len(distinct)} "
-                            f"different package versions ({'; '.join(sorted(map(_versions, map(json.loads, distinct))))}"
-                            f"), none of them this environment's ({_versions(here)}); rerun the fits with one "
-                            "version (snakemake --forcerun fit)")
+                            f"different package versions ({versions}), none of them this environment's "
+                            f"({_versions(here)}); rerun the fits with one version (snakemake --forcerun fit)")
         for path in list(kept):
             if codes[path] != here:
                 kept.remove(path)

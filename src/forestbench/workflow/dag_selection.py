@@ -2,16 +2,16 @@
 
 A variant tuned with ``tune.mode: dag`` gets, per (dataset, repeat), one ``tune`` job per chunk of candidates
 (``run_chunk``), one ``select`` job (``select``) and its ``fit`` job, which fits the selected parameters as the
-in-job selection would (``forestbench.workflow.runner``): on the whole training part, or with ``refit: false`` on the fit
-rows of the holdout. The chunks score candidates with the same functions as the in-job
+in-job selection would (``forestbench.workflow.runner``): on the whole training part, or with ``refit: false`` on the
+fit rows of the holdout. The chunks score candidates with the same functions as the in-job
 ``forestbench.workflow.selection.GridSelection``, on the same validation folds (seeded by the run's seed), so both modes
 select the same parameters.
 
 Every finished candidate is also stored on its own under the variant's ``candidates/`` folder, named by its
 fingerprint: its parameters, the method's fixed parameters, the validation set-up, the seed, the training rows,
 the checksums of the prepared data and of the split manifest, and the versions of the numerical packages
-(``forestbench.workflow.records.CODE_PACKAGES``). A killed chunk job, or a grid that gains candidates, recomputes only the
-candidates without a stored result of the same fingerprint; changed data or packages recompute everything. A stored
+(``forestbench.workflow.records.CODE_PACKAGES``). A killed chunk job, or a grid that gains candidates, recomputes only
+the candidates without a stored result of the same fingerprint; changed data or packages recompute everything. A stored
 file that is not a complete result for its candidate is recomputed (and named on standard error). With
 ``FORESTBENCH_RECOMPUTE_TUNING=1`` in the environment (the workflow sets it for ``--forcerun tune``,
 ``--forcerun budget`` and ``--forceall``) nothing stored is reused.

@@ -20,7 +20,7 @@ from forestbench.workflow import tuning
 from forestbench.workflow.methods import PLANNED, get_method, is_planned, load_plugins
 from forestbench.metrics import get_metric
 from forestbench.validation import load_yaml, validate
-from forestbench.workflow.variants import NAME_PATTERN, RUN_PARAMETERS, expand_entry
+from forestbench.workflow.variants import RUN_PARAMETERS, expand_entry
 
 DEFAULT_REGISTRY = "config/datasets.yaml"
 

@@ -1,4 +1,5 @@
-"""The end of every workflow rule's shell command: ``<command> > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?``.
+"""The end of every workflow rule's shell command:
+``<command> > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?``.
 
 A rule sends its command's output to the job's log file, where Snakemake leaves it: on failure its console says
 only which log to read. This module, run only when the command failed, repeats the error on the console (stderr):

@@ -1,9 +1,9 @@
 """``python -m forestbench plan``: how many jobs a configuration makes, how many core-hours they will take, and how
 to bundle them into SLURM jobs.
 
-Jobs are counted per workflow rule from the experiments expansion (``forestbench.workflow.experiments``), as the Snakefile
-derives them: one ``fetch`` per raw file of a downloaded dataset, one ``prepare`` per dataset, one ``split`` per
-(dataset, protocol), one ``fit`` per (experiment, dataset, runnable variant, repeat), the ``budget``, ``tune`` and
+Jobs are counted per workflow rule from the experiments expansion (``forestbench.workflow.experiments``), as the
+Snakefile derives them: one ``fetch`` per raw file of a downloaded dataset, one ``prepare`` per dataset, one ``split``
+per (dataset, protocol), one ``fit`` per (experiment, dataset, runnable variant, repeat), the ``budget``, ``tune`` and
 ``select`` jobs of DAG-tuned variants, one ``collect`` and one ``report_experiment`` per experiment with fits, and
 one ``report_index``. This counts everything a fresh run does; Snakemake skips what is already up to date. The SLURM
 profile groups the fit and the tune jobs per experiment (``fit_{experiment}``, ``tune_{experiment}``): with chunks
@@ -15,8 +15,9 @@ Core-hours of a job are ``threads x wall``; the wall time of a (experiment, data
    (what the fit takes on cores of its own: a record made on a loaded machine has a longer wall time, not more CPU;
    ``fit_wall_s + predict_wall_s`` for a record without CPU times), plus the job start-up (``resources.STARTUP_S``);
 2. ``recorded-elsewhere``: the same from records of other experiments or variant names;
-3. ``model``: the method's cost hook (``forestbench.workflow.methods``, ``forestbench.workflow.resources``) on the registry shape, with
-   the protocol's training rows in place of the whole ``n`` (``training_shape``), and the variant's parameters.
+3. ``model``: the method's cost hook (``forestbench.workflow.methods``, ``forestbench.workflow.resources``) on the
+   registry shape, with the protocol's training rows in place of the whole ``n`` (``training_shape``), and the
+   variant's parameters.
 
 A record counts only when its method, parameters, threads and tuning specification (``cost_signature``) and its
 training rows (``rows_match``) are the planned fit's: a demo's 10-tree records do not stand for a 150-tree forest.
@@ -592,9 +593,9 @@ def format_report(report: PlanReport, target_minutes: float = 30.0, cores: int =
     lines.append(f"Core-hours: {report.core_hours:.2f} (fit and tune jobs {report.fit_core_hours:.2f}, other jobs "
                  f"{report.other_core_hours:.2f}); jobs estimated from "
                  + ", ".join(f"{k}: {n}" for k, n in sorted(sources.items())) + ".")
-    lines.append("  model: each method's cost hook (forestbench.workflow.resources, forestbench/workflow/methods/*.py) plus "
-                 f"{res.STARTUP_S:g} s of start-up per job; run records replace it where their method, parameters, "
-                 "threads, tuning and training rows match the plan's.")
+    lines.append("  model: each method's cost hook (forestbench.workflow.resources, forestbench/workflow/methods/*.py) "
+                 f"plus {res.STARTUP_S:g} s of start-up per job; run records replace it where their method, "
+                 "parameters, threads, tuning and training rows match the plan's.")
     ignored = sum(v.ignored_records for v in report.variants)
     if ignored:
         lines.append(f"  {ignored} run record(s) under results/runs were not used: their parameters or rows differ "

@@ -405,8 +405,8 @@ def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, c
                  recorded_s: float | None = None) -> dict:
     """``{"mem_mb", "runtime"}`` of one fit job from the dataset's registry shape and the variant's parameters.
 
-    ``cost`` is the method's cost hook (``forestbench.workflow.methods.MethodSpec.cost``; default ``forest_cost``), or an
-    already computed ``Cost``. ``recorded_s``: the job's wall time measured by earlier runs (start-up included),
+    ``cost`` is the method's cost hook (``forestbench.workflow.methods.MethodSpec.cost``; default ``forest_cost``), or
+    an already computed ``Cost``. ``recorded_s``: the job's wall time measured by earlier runs (start-up included),
     which the request covers too when it exceeds the model. Memory: (base + data + model) x ``MEM_MARGIN``, at least
     1000 MB; time: ``RUNTIME_MARGIN`` x the larger of the modelled and the recorded job, at least 5 minutes; both
     times ``attempt``. Partition limits (``Limits.cap``) are applied by the caller.

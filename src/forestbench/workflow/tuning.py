@@ -34,7 +34,8 @@ import numpy as np
 from forestbench.errors import ConfigError, DataError
 
 #: set to 1 to recompute every stored candidate and budget measurement of DAG tuning instead of reusing them
-#: (``forestbench.workflow.dag_selection``); the workflow sets it for ``--forcerun tune``, ``--forcerun budget``, ``--forceall``
+#: (``forestbench.workflow.dag_selection``); the workflow sets it for ``--forcerun tune``, ``--forcerun budget``,
+#: ``--forceall``
 RECOMPUTE_VARIABLE = "FORESTBENCH_RECOMPUTE_TUNING"
 
 

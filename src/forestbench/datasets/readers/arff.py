@@ -16,11 +16,9 @@ in blocks whose tokens are converted by numpy at once, which keeps files of tens
 """
 from __future__ import annotations
 
-import io
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp

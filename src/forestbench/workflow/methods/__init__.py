@@ -13,8 +13,8 @@ What an entry declares:
   estimator). It is imported only when a job builds the estimator or when the parameters of a variant are checked,
   never when the registry is read (a Snakefile parse on a cluster node imports no estimator).
 - ``sparse_y``: the estimator accepts a scipy-sparse label matrix (otherwise the runner densifies it).
-- ``cost``: ``cost(n, p, d, params, *, sparse=False, density=None) -> forestbench.workflow.resources.Cost``, the modelled
-  single-thread seconds of fit + predict and the fitted model's memory. It sizes cluster requests and
+- ``cost``: ``cost(n, p, d, params, *, sparse=False, density=None) -> forestbench.workflow.resources.Cost``, the
+  modelled single-thread seconds of fit + predict and the fitted model's memory. It sizes cluster requests and
   ``forestbench plan``. Every method of this package declares one; a plugin method without one is charged
   ``forestbench.workflow.resources.default_cost`` (a forest of its ``n_estimators``, else ten fully grown trees), and
   ``forestbench plan`` says so.

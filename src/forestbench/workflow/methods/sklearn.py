@@ -1,7 +1,7 @@
 """scikit-learn's estimators: the correctness oracle and the speed baseline.
 
-Cost hooks (``forestbench.workflow.resources.Cost``: single-thread seconds of fit + predict, model MB). The constants were
-measured with scikit-learn 1.x on random sparse inputs (2000 and 4000 rows, 20 000 features, 100 stored values per
+Cost hooks (``forestbench.workflow.resources.Cost``: single-thread seconds of fit + predict, model MB). The constants
+were measured with scikit-learn 1.x on random sparse inputs (2000 and 4000 rows, 20 000 features, 100 stored values per
 row, 20 classes; one thread, on a shared 2-core machine):
 
 - one-vs-rest linear models (SGD, liblinear's LinearSVC, RidgeClassifier's sparse solver) took 0.6e-7 to 1.6e-7 s
