@@ -154,8 +154,8 @@ def friedman1_multioutput(kind: str = "chain", n_samples: int = 4300, n_outputs:
     """The gradient-boosting paper's friedman1-{chain, group, ind} (eqs. 29-32).
 
     chain: y_1 = f(x) + e_1, y_j = y_{j-1} + e_j; group: y_j = f(x) + e_j; ind: x has 5d columns and output j uses
-    its own block of five (columns 5(j-1)..5j-1). e ~ N(0, I). Inputs are U(0,1) by default, ``input_distribution="normal"``
-    gives N(0, I) (why: config/README.md, "Datasets").
+    its own block of five (columns 5(j-1)..5j-1). e ~ N(0, I). Inputs are U(0,1) by default,
+    ``input_distribution="normal"`` gives N(0, I) (why: config/README.md, "Datasets").
     ``n_noise_outputs`` appends that many outputs that are row permutations of original outputs (the noisy-output
     study): output j's noise copy permutes output j mod d with its own permutation.
     """

@@ -54,7 +54,9 @@ from forestbench.tree._partitioner cimport DensePartitioner, SparsePartitioner
 cdef inline float64_t _masked(uint64_t bits, uint64_t keep) noexcept nogil:
     # the double whose bits are ``bits`` if keep == 1, else +0.0 (adding it changes nothing)
     cdef uint64_t b = bits & (<uint64_t>0 - keep)
-    return (<float64_t*> &b)[0]
+    cdef float64_t x
+    memcpy(&x, &b, sizeof(float64_t))   # not a pointer cast: reading b as a double would break aliasing rules
+    return x
 
 
 cdef class Splitter:

@@ -136,8 +136,11 @@ cdef void _introsort(float32_t* v, intp_t* s, intp_t n, int depth_budget) noexce
     _insertion_sort(v, s, n)
 
 
+# The bit reinterpretations below go through memcpy (one register move once compiled): a pointer cast would read
+# an object through another type, which C's aliasing rules leave undefined at -O3.
 cdef inline uint32_t _float_key(float32_t x) noexcept nogil:
-    cdef uint32_t u = (<uint32_t*> &x)[0]
+    cdef uint32_t u
+    memcpy(&u, &x, sizeof(uint32_t))
     if u >> 31:
         return ~u
     return u | 0x80000000u
@@ -149,7 +152,9 @@ cdef inline float32_t _key_float(uint32_t k) noexcept nogil:
         u = k ^ 0x80000000u
     else:
         u = ~k
-    return (<float32_t*> &u)[0]
+    cdef float32_t x
+    memcpy(&x, &u, sizeof(float32_t))
+    return x
 
 
 cdef int _radix_sort(float32_t* v, intp_t* s, intp_t n) noexcept nogil:
