@@ -276,6 +276,27 @@ def test_readme_command_writes_and_checks_the_marked_table(setup, capsys):
     assert main(args + ["--check"]) == 1
 
 
+
+def test_report_and_readme_refuse_results_of_another_configuration(setup, capsys):
+    """Results archived under other parameters are not shown as the configuration's (a table would mix them)."""
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    changed = write_config(tmp / "changed.yaml", tiny_config(n_estimators=8))
+    ref = write_reference(tmp)
+    for command in (["report", "--reference-dir", str(ref), "--out", str(tmp / "out")],
+                    ["readme", "--reference-dir", str(ref), "--config-readme", str(tmp / "README.md"),
+                     "--readme", str(tmp / "README.md"), "--check"]):
+        rc = main(["archive", command[0], "--archive", str(tmp / "archive"), "--configfile", str(changed),
+                   *command[1:]])
+        assert rc != 0
+        assert "tiny/experiment.json: archived under another configuration than" in capsys.readouterr().err
+    assert not (tmp / "out").exists()
+    archive.check_current(tmp / "archive", configfile)                    # the configuration it was run with
+
+
+def test_the_repository_archive_holds_the_thesis_configuration_results():
+    archive.check_current(REPO / "archive", REPO / "config/thesis.yaml")
+
 def test_the_readme_table_is_what_the_archive_gives():
     """README.md's reproduction table is generated from archive/ (read from the repository only)."""
     experiments = yaml.safe_load((REPO / "config/thesis.yaml").read_text())["experiments"]

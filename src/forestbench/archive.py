@@ -697,6 +697,25 @@ def current_table(readme_text: str, readme: Path) -> str:
 
 
 # --------------------------------------------------------------------------------------------------------- CLI
+def check_current(archive: Path, configfile: Path, experiments: list[str] | None = None) -> None:
+    """Refuse to show archived results as those of ``configfile`` when an experiment was archived under another
+    configuration (its ``experiment.json`` is not what the configuration now gives): a table would silently show
+    the results of other parameters."""
+    plan = _plan(configfile)
+    archive = Path(archive)
+    stale = []
+    for name in experiments or archived_experiments(archive):
+        snap_path = archive / name / SNAPSHOT
+        if name in plan.experiments and snap_path.exists() and \
+                snap_path.read_text(encoding="utf-8") != _snapshot_text(snapshot(plan, name)):
+            stale.append(str(snap_path))
+    if stale:
+        raise ConfigError(f"{', '.join(stale)}: archived under another configuration than {configfile} (methods, "
+                          "datasets or protocol changed since): these results are not the configuration's. Give the "
+                          "--configfile they were run with, or rerun the experiment and archive it anew (remove its "
+                          "archive folder first; git keeps the old results)")
+
+
 def _experiments_cfg(configfile: Path) -> dict:
     from forestbench.report.cli import _load_experiments
 
@@ -738,6 +757,7 @@ def _restore(args) -> int:
 
 
 def _report(args) -> int:
+    check_current(args.archive, args.configfile, args.experiments)
     names = report(args.archive, _experiments_cfg(args.configfile), args.reference_dir, args.out, args.experiments)
     print(f"archive report: {len(names)} experiment(s) rebuilt under {args.out} "
           f"({', '.join(names) or 'the archive is empty'}); index: {args.out / 'report' / 'index.html'}")
@@ -745,6 +765,7 @@ def _report(args) -> int:
 
 
 def _readme(args) -> int:
+    check_current(args.archive, args.configfile)
     table = readme_table(args.archive, _experiments_cfg(args.configfile), args.reference_dir, args.config_readme,
                          str(args.configfile))
     text = Path(args.readme).read_text(encoding="utf-8")

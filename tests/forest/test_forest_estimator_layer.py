@@ -128,3 +128,26 @@ def test_full_leaf_labels_go_through_set_leaf_values(monkeypatch, sparse_y):
         for leaf in np.unique(leaves)[:10]:
             np.testing.assert_allclose(pred[leaves == leaf][0], Y[leaves == leaf].mean(axis=0), atol=1e-12)
     assert not hasattr(forest, "leaf_values_")
+
+
+@pytest.mark.parametrize("Forest, SkForest", [(RandomForestRegressor, SkRandomForest),
+                                              (ExtraTreesRegressor, SkExtraTrees)])
+def test_count_constant_features_grows_sklearns_forests_on_sparse_binary_inputs(Forest, SkForest):
+    """On sparse binary inputs most features are constant in small nodes. scikit-learn counts those draws towards
+    ``max_features`` (more randomised, larger trees); ``count_constant_features=True`` gives its trees, the default
+    scores ``k`` non-constant features and grows smaller ones. The trees' sizes tell the rules apart."""
+    rng = np.random.RandomState(0)
+    X = (rng.rand(400, 300) < 0.03).astype(np.float32)
+    W = rng.rand(300, 5) * (rng.rand(300, 5) < 0.05)
+    Y = (X @ W + 0.05 * rng.randn(400, 5) > 0.05).astype(float)
+
+    def mean_nodes(forest):
+        return np.mean([t.tree_.node_count for t in forest.estimators_])
+
+    kw = dict(n_estimators=60, max_features="sqrt")
+    reference = np.mean([mean_nodes(SkForest(random_state=s, **kw).fit(X, Y)) for s in range(2)])
+    counted = np.mean([mean_nodes(Forest(random_state=s, count_constant_features=True, **kw).fit(X, Y))
+                       for s in range(2)])
+    default = np.mean([mean_nodes(Forest(random_state=s, **kw).fit(X, Y)) for s in range(2)])
+    assert abs(counted / reference - 1) < 0.03, (counted, reference)
+    assert default < 0.95 * reference, (default, reference)

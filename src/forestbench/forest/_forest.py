@@ -118,6 +118,7 @@ class _BaseProjectionForest(MultiOutputMixin, RegressorMixin, BaseEstimator):
         "projection_sharing": [StrOptions(set(_SHARING))],
         "leaf_labels": [StrOptions(set(_LEAF_LABELS))],
         "projection_params": [dict, None],
+        "count_constant_features": ["boolean"],
         "n_jobs": [Integral, None],
         "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
     }
@@ -158,7 +159,8 @@ class _BaseProjectionForest(MultiOutputMixin, RegressorMixin, BaseEstimator):
         tree_cls = DecisionTreeRegressor  # a module attribute, looked up at fit time
         tree_params = dict(splitter=self._splitter, max_features=self.max_features, max_depth=self.max_depth,
                            min_samples_split=self.min_samples_split, min_samples_leaf=self.min_samples_leaf,
-                           max_leaf_nodes=self.max_leaf_nodes, weighted_counts=False)
+                           max_leaf_nodes=self.max_leaf_nodes, weighted_counts=False,
+                           count_constant_features=self.count_constant_features)
         full_labels = self.leaf_labels == "full" and self.bootstrap
         X_apply = _for_apply(X) if full_labels else None
 
@@ -397,6 +399,11 @@ class RandomForestRegressor(_BaseProjectionForest):
         Which learning samples label the leaves (see the module docstring).
     projection_params : dict or None
         Extra family options: ``density`` for ``"sparse"``, ``with_replacement`` for ``"subsample"``.
+    count_constant_features : bool, default False
+        How ``max_features`` counts features found constant in a node (passed to the kernel): ``False`` scores
+        ``k`` non-constant features (Extra-Trees paper), ``True`` counts every draw as scikit-learn does, so that
+        sparse inputs, with many constant features in small nodes, give more randomised trees (config/README.md,
+        "Tree kernel").
     n_jobs : int or None
         Threads used to grow the trees and to predict (``-1``: all cores).
     random_state : None, int, RandomState, Generator or SeedSequence
@@ -415,7 +422,7 @@ class RandomForestRegressor(_BaseProjectionForest):
     def __init__(self, n_estimators=100, *, max_features="sqrt", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, max_leaf_nodes=None, bootstrap=True, oob_score=False, output_projection=None,
                  n_components="ln_d", projection_sharing="per_tree", leaf_labels="inbag", projection_params=None,
-                 n_jobs=None, random_state=None):
+                 count_constant_features=False, n_jobs=None, random_state=None):
         self.n_estimators = n_estimators
         self.max_features = max_features
         self.max_depth = max_depth
@@ -429,6 +436,7 @@ class RandomForestRegressor(_BaseProjectionForest):
         self.projection_sharing = projection_sharing
         self.leaf_labels = leaf_labels
         self.projection_params = projection_params
+        self.count_constant_features = count_constant_features
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -443,7 +451,7 @@ class ExtraTreesRegressor(_BaseProjectionForest):
     def __init__(self, n_estimators=100, *, max_features="sqrt", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, max_leaf_nodes=None, bootstrap=False, oob_score=False, output_projection=None,
                  n_components="ln_d", projection_sharing="per_tree", leaf_labels="inbag", projection_params=None,
-                 n_jobs=None, random_state=None):
+                 count_constant_features=False, n_jobs=None, random_state=None):
         self.n_estimators = n_estimators
         self.max_features = max_features
         self.max_depth = max_depth
@@ -457,5 +465,6 @@ class ExtraTreesRegressor(_BaseProjectionForest):
         self.projection_sharing = projection_sharing
         self.leaf_labels = leaf_labels
         self.projection_params = projection_params
+        self.count_constant_features = count_constant_features
         self.n_jobs = n_jobs
         self.random_state = random_state
