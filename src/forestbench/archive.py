@@ -673,7 +673,8 @@ def readme_table(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
         lines += [f"| {r.table} | `{r.experiment}` | {r.what} | {r.source} | {r.cells} | {r.run} | {r.within} | "
                   f"{r.out} | {r.explained} |" for r in rows]
         lines += ["", "Within tolerance: the report's verdict (each reference entry's `tolerance_std` published std, "
-                  "or `tolerance_abs` where no std is printed; p-values and ranks: the published decision). "
+                  "or `tolerance_abs` / `tolerance_rel` where no std is printed; p-values and ranks: the published "
+                  "decision). "
                   "Explained: out-of-tolerance cells whose miss `config/README.md` explains (the entry's "
                   "`explained` list names the cells and the heading)."]
     if others:

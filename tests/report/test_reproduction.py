@@ -55,6 +55,13 @@ def test_no_published_std_reported_in_raw_units():
     judged = reproduction.compare(summary, dict(cfg, tolerance_abs=0.005), REFERENCE_DIR, "t63")
     assert judged.frame.set_index(["dataset", "variant"]).loc[("friedman1_chain", "mort"), "status"] == \
         reproduction.STATUS_OUT
+    # relative: 0.010 / 0.617 = 1.6 % of the published value
+    for rel, status in ((0.01, reproduction.STATUS_OUT), (0.02, reproduction.STATUS_OK)):
+        judged = reproduction.compare(summary, dict(cfg, tolerance_rel=rel), REFERENCE_DIR, "t63")
+        assert judged.frame.set_index(["dataset", "variant"]).loc[("friedman1_chain", "mort"), "status"] == status
+        assert f"{rel:.0%} of the published value" in judged.summary_text()
+    with pytest.raises(ConfigError, match="tolerance_abs or tolerance_rel, not both"):
+        reproduction.compare(summary, dict(cfg, tolerance_rel=0.1, tolerance_abs=0.1), REFERENCE_DIR, "t63")
 
 
 def test_dataset_mapping_and_mean_rows():

@@ -3,7 +3,8 @@
 For each reference cell (dataset, method) of the configured metric: our mean ± std, the paper's value ± std, the
 difference ours - paper and that difference in units of the published std. A cell is out of tolerance when
 |difference| / published std > ``tolerance_std``. When the paper prints no std the difference is reported in raw
-units (and relative to the published value) and the cell is judged against ``tolerance_abs`` if the configuration
+units (and relative to the published value) and the cell is judged against ``tolerance_abs`` (or the relative
+``tolerance_rel``) if the configuration
 gives one, otherwise it is left unjudged ("no published std"). Cells we have not run are listed as "not run".
 Printed "mean" rows (DTE tables) are summaries, not cells, and are left out. An entry with ``protocol: reduced``
 (the experiment runs fewer trees, splits or no tuning) judges nothing: its computed cells are "comparison only".
@@ -50,6 +51,10 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
     tolerance_std = float(ref_cfg.get("tolerance_std", 1.0))
     tolerance_abs = ref_cfg.get("tolerance_abs")
     tolerance_abs = None if tolerance_abs is None else float(tolerance_abs)
+    tolerance_rel = ref_cfg.get("tolerance_rel")
+    tolerance_rel = None if tolerance_rel is None else float(tolerance_rel)
+    if tolerance_abs is not None and tolerance_rel is not None:
+        raise ConfigError(f"{where}: give tolerance_abs or tolerance_rel, not both")
     dataset_map: dict = ref_cfg.get("datasets") or {}
     ref = load_reference(reference_dir, table)
     ref = ref[ref["metric"] == metric]
@@ -106,6 +111,8 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
                 status = STATUS_OK if diff == 0 else STATUS_OUT
             elif tolerance_abs is not None:
                 status = STATUS_OK if abs(diff) <= tolerance_abs else STATUS_OUT
+            elif tolerance_rel is not None and not pd.isna(diff_rel):
+                status = STATUS_OK if abs(diff_rel) <= tolerance_rel else STATUS_OUT
             else:
                 status = STATUS_NO_STD
             rows.append({"dataset": dataset, "dataset_id": r.dataset_id, "variant": variant,
@@ -118,9 +125,12 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
     if (frame["paper_std"].isna() & frame["ours_mean"].notna() & frame["paper_value"].notna()).any():
         notes.append("the paper prints no std for some cells: their difference is given in raw units and "
                      "relative to the published value, unjudged"
-                     + ("" if tolerance_abs is None else f" (judged against tolerance_abs = {tolerance_abs:g})"))
+                     + (f" (judged against tolerance_abs = {tolerance_abs:g})" if tolerance_abs is not None else
+                        f" (judged against tolerance_rel = {tolerance_rel:g} of the published value)"
+                        if tolerance_rel is not None else ""))
     protocol = entry_protocol(ref_cfg, where)
-    return Reproduction(table, metric, tolerance_std, tolerance_abs, protocol.apply(frame), notes, protocol)
+    return Reproduction(table, metric, tolerance_std, tolerance_abs, protocol.apply(frame), notes, protocol,
+                        tolerance_rel)
 
 
 

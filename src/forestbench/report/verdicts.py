@@ -98,6 +98,7 @@ class Reproduction:
     frame: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     protocol: Protocol = field(default_factory=Protocol)
+    tolerance_rel: float | None = None
 
     def counts(self) -> dict[str, int]:
         st = self.frame["status"]
@@ -126,7 +127,9 @@ class Reproduction:
     def summary_text(self) -> str:
         c = self.counts()
         rule = f"within {self.tolerance_std:g} published std" + (
-            f" (or {self.tolerance_abs:g} where no std is printed)" if self.tolerance_abs is not None else "")
+            f" (or {self.tolerance_abs:g} where no std is printed)" if self.tolerance_abs is not None else
+            f" (or {self.tolerance_rel:.0%} of the published value where no std is printed)"
+            if self.tolerance_rel is not None else "")
         text = f"{c['cells']} published cells of {self.table} ({self.metric}): {c['run']} run; "
         if c["judged"]:
             text += f"{c['judged']} judged: {c['within_tolerance']} {rule} (the configured rule), " \
