@@ -365,8 +365,7 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
     chosen: list[tuple[str, str, bytes, int]] = []        # (experiment, results-relative path, bytes, order)
     inputs: set[Path] = set()
     for experiment in names:
-        snap_path = archive / experiment / SNAPSHOT
-        same_config = snap_path.exists() and snap_path.read_text(encoding="utf-8") == _snapshot_text(
+        same_config = _archived_snapshot(archive, experiment) == _snapshot_text(
             snapshot(plan, experiment))
         files = sorted(p.relative_to(archive).as_posix() for p in (archive / experiment).glob("**/*.json.gz"))
         by_kind: dict[str, list[tuple[str, bytes]]] = {k: [] for k in KINDS}
@@ -698,6 +697,12 @@ def current_table(readme_text: str, readme: Path) -> str:
 
 
 # --------------------------------------------------------------------------------------------------------- CLI
+def _archived_snapshot(archive: Path, experiment: str) -> str | None:
+    """The text of ``experiment``'s archived ``experiment.json``, None when it has none."""
+    path = Path(archive) / experiment / SNAPSHOT
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
 def check_current(archive: Path, configfile: Path, experiments: list[str] | None = None) -> None:
     """Refuse to show archived results as those of ``configfile`` when an experiment was archived under another
     configuration (its ``experiment.json`` is not what the configuration now gives): a table would silently show
@@ -706,10 +711,9 @@ def check_current(archive: Path, configfile: Path, experiments: list[str] | None
     archive = Path(archive)
     stale = []
     for name in experiments or archived_experiments(archive):
-        snap_path = archive / name / SNAPSHOT
-        if name in plan.experiments and snap_path.exists() and \
-                snap_path.read_text(encoding="utf-8") != _snapshot_text(snapshot(plan, name)):
-            stale.append(str(snap_path))
+        archived = _archived_snapshot(archive, name)
+        if name in plan.experiments and archived is not None and archived != _snapshot_text(snapshot(plan, name)):
+            stale.append(str(archive / name / SNAPSHOT))
     if stale:
         raise ConfigError(f"{', '.join(stale)}: archived under another configuration than {configfile} (methods, "
                           "datasets or protocol changed since): these results are not the configuration's. Give the "
