@@ -4,7 +4,10 @@ A generated delicious-sized multi-label problem (n=12920 learning rows, p=500 in
 per row, skewed label frequencies), t=10 trees, k=sqrt(p), fully grown trees, one thread. Timed side by side in one
 run, medians over repeats:
 
-- ``ours-original-dense``  : forestbench RandomForestRegressor on the dense label matrix;
+- ``ours-original-dense``  : forestbench RandomForestRegressor on the dense label matrix (which it grows as CSR:
+  ``forestbench._label_layout``);
+- ``ours-original-dense-criterion`` : the same with that conversion switched off, the dense criterion users got
+  before it (the same trees, to the bit);
 - ``ours-original-sparse`` : the same on the CSR label matrix;
 - ``ours-gaussian-q{q}``   : per-tree Gaussian projection (Algorithm 5.2) with q components (sparse Y, dense Z);
 - ``sklearn-dense``        : scikit-learn's RandomForestRegressor on the dense label matrix (same t, k, n_min).
@@ -28,8 +31,21 @@ import scipy.sparse as sp
 from sklearn.ensemble import RandomForestRegressor as SkForest
 from sklearn.metrics import label_ranking_average_precision_score
 
+from forestbench import _label_layout
 from forestbench._io import write_json
 from forestbench.forest import RandomForestRegressor
+
+
+class DenseCriterionForest(RandomForestRegressor):
+    """Our forest with the dense criterion forced on a dense label matrix (no conversion to CSR)."""
+
+    def fit(self, X, y, sample_weight=None):
+        saved = _label_layout.SPARSE_LABELS_MAX_DENSITY
+        _label_layout.SPARSE_LABELS_MAX_DENSITY = 0.0
+        try:
+            return super().fit(X, y, sample_weight)
+        finally:
+            _label_layout.SPARSE_LABELS_MAX_DENSITY = saved
 
 
 def make_problem(n, p, d, labels_per_row, seed):
@@ -96,6 +112,8 @@ def main(argv=None):
     runs = []
     if not args.no_dense:
         runs.append(("ours-original-dense", lambda: RandomForestRegressor(**common), Yl_dense, args.repeats))
+        runs.append(("ours-original-dense-criterion", lambda: DenseCriterionForest(**common), Yl_dense,
+                     args.repeats))
     runs.append(("ours-original-sparse", lambda: RandomForestRegressor(**common), Yl, args.repeats))
     for q in args.q:
         runs.append((f"ours-gaussian-q{q}",
@@ -117,13 +135,14 @@ def main(argv=None):
             entry["projection_s"] = model.projection_time_
             entry["n_nodes"] = model.n_nodes_
         results[name] = entry
-        print(f"{name:24s} wall {wall:9.2f} s  cpu {cpu:9.2f} s  LRAP {score:.4f}"
+        print(f"{name:30s} wall {wall:9.2f} s  cpu {cpu:9.2f} s  LRAP {score:.4f}"
               + (f"  proj {entry['projection_s']:.3f} s" if "projection_s" in entry else ""), flush=True)
         del model
 
     pairs = []
     for q in args.q:
         pairs += [(b, f"ours-gaussian-q{q}") for b in ("ours-original-dense", "ours-original-sparse")]
+    pairs += [("ours-original-dense-criterion", "ours-original-dense")]
     pairs += [("sklearn-dense", b) for b in ("ours-original-dense", "ours-original-sparse")]
     ratios = {}
     for num, den in pairs:

@@ -68,7 +68,8 @@ def deep_tuning() -> list[str]:
             f"{m['search_over_fixed_shared']:.1f} |"]
 
 
-_PROJ_LABELS = {"ours-original-dense": "ours, original outputs, dense labels",
+_PROJ_LABELS = {"ours-original-dense": "ours, original outputs, dense labels (grown as CSR)",
+                "ours-original-dense-criterion": "ours, original outputs, dense labels, dense criterion forced",
                 "ours-original-sparse": "ours, original outputs, CSR labels",
                 "sklearn-dense": "scikit-learn, original outputs, dense labels"}
 

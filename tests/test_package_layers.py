@@ -14,7 +14,7 @@ from test_module_structure import PACKAGE, SRC, import_graph  # noqa: E402
 
 #: the layers, first to last; a top-level module or package of ``forestbench`` belongs to exactly one
 LAYERS = [
-    ("shared utilities", {"errors", "_io", "validation"}),
+    ("shared utilities", {"errors", "_io", "validation", "_label_layout"}),
     ("datasets", {"datasets"}),
     ("kernel and shared library", {"tree", "linear", "projections", "metrics", "stats", "_target_scale"}),
     ("family: output-projection forests", {"forest"}),

@@ -286,3 +286,55 @@ def test_the_time_request_covers_recorded_times_and_partition_limits_cap_request
     assert limits.exceeded({"mem_mb": 9000, "runtime": 30}) == ["mem_mb 9000 > 4000"]
     with pytest.raises(ValueError, match="runtime_min"):
         R.Limits(mem_mb=1, runtime_min=0)
+
+
+def test_sparse_label_forests_are_charged_by_their_stored_labels():
+    """Oracle: our forest grows a sparse 0/1 label matrix as CSR and stores its leaves sparsely; the model charges
+    that store (not 8 bytes per output per node) and stays above the real size without being absurdly loose."""
+    from forestbench.forest import RandomForestRegressor as OurForest
+
+    rng = np.random.default_rng(2)
+    n, p, d = 2000, 30, 200
+    X = (rng.random((n, p)) < 0.3).astype(np.float64)
+    Y = (rng.random((n, d)) < 0.02).astype(np.float64)   # 4 labels per row
+    per_row = Y.sum() / n
+    forest = OurForest(n_estimators=4, random_state=0).fit(X, Y)
+    actual = forest.model_bytes_ / 2**20
+    bound = R.forest_mb(n, d, 4, labels_per_row=per_row)
+    assert actual <= bound < 4 * actual
+    assert R.forest_mb(n, d, 4) > 10 * bound          # the dense charge it replaces
+    dense_cost = R.forest_cost(n, p, d, {"n_estimators": 4})
+    sparse_cost = R.forest_cost(n, p, d, {"n_estimators": 4}, label_density=per_row / d)
+    assert sparse_cost.model_mb == pytest.approx(bound)
+    assert sparse_cost.fit_seconds < dense_cost.fit_seconds
+    # labels too dense for the sparse criterion are charged as dense ones
+    assert R.forest_cost(n, p, d, {"n_estimators": 4}, label_density=0.2) == dense_cost
+
+
+def test_label_density_reaches_only_the_cost_hooks_that_take_it():
+    from forestbench.workflow.methods import MethodSpec
+
+    seen = {}
+
+    def old_hook(n, p, d, params, *, sparse=False, density=None):   # a plugin's hook of the earlier protocol
+        seen["old"] = True
+        return R.Cost(1.0, 1.0)
+
+    def new_hook(n, p, d, params, *, sparse=False, density=None, label_density=None):
+        seen["new"] = label_density
+        return R.Cost(1.0, 1.0)
+
+    for hook in (old_hook, new_hook):
+        MethodSpec("m", "pkg.mod:Name", cost=hook).cost_of(100, 5, 50, {}, label_density=0.01)
+    assert seen == {"old": True, "new": 0.01}
+    assert R.label_density({"n": 10, "p": 3, "d": 50, "labels_per_row": 2.0}) == pytest.approx(0.04)
+    assert R.label_density({"n": 10, "p": 3, "d": 50}) is None
+
+
+def test_labels_per_row_does_not_change_the_prepared_entry():
+    """A cost-model hint in the registry shape must not rerun a dataset's prepare step."""
+    from forestbench.datasets.registry import prepare_entry
+
+    entry = {"task": "multilabel", "shape": {"n": 10, "p": 3, "d": 50}, "source": {"kind": "download"}}
+    hinted = {**entry, "shape": {**entry["shape"], "labels_per_row": 2.0}}
+    assert prepare_entry(hinted) == prepare_entry(entry)

@@ -239,3 +239,42 @@ def test_bad_shapes(tree_class, multilabel):
         f.predict(Xt[:, :-1])
     with pytest.raises(ValueError, match="y to be passed"):
         RandomForestRegressor(n_estimators=2).fit(X, None)
+
+
+# ------------------------------------------------------------------------------- sparse 0/1 labels grown as CSR
+def _delicious_like(seed=0, n=600, p=40, d=120):
+    rng = np.random.default_rng(seed)
+    X = (rng.random((n, p)) < 0.2).astype(np.float64)
+    freq = 1.0 / np.arange(1, d + 1) ** 0.8
+    Y = (rng.random((n, d)) < freq / freq.sum() * 3).astype(np.float64)  # about 3 labels per row, 2.5 %
+    return X, Y
+
+
+@pytest.mark.parametrize("Forest", FORESTS)
+@pytest.mark.parametrize("params", [{}, dict(output_projection="gaussian", n_components=4),
+                                    dict(output_projection="gaussian", n_components=4, projection_sharing="shared"),
+                                    dict(leaf_labels="full", bootstrap=True)])
+def test_dense_sparse_labels_grow_as_csr_with_identical_forests(Forest, params, monkeypatch):
+    """A dense 0/1 label matrix with few non-zeros is grown with the sparse criterion (the fast path users get
+    without converting anything): the same trees and predictions, to the bit, as the dense criterion."""
+    from forestbench import _label_layout
+    X, Y = _delicious_like()
+    fast = Forest(n_estimators=4, random_state=3, **params).fit(X, Y)
+    assert all(sp.issparse(t.tree_.leaf_values) for t in fast.estimators_)  # the CSR path was taken
+    monkeypatch.setattr(_label_layout, "SPARSE_LABELS_MAX_DENSITY", 0.0)
+    dense = Forest(n_estimators=4, random_state=3, **params).fit(X, Y)
+    assert not any(sp.issparse(t.tree_.leaf_values) for t in dense.estimators_)
+    assert_same_forest(fast, dense, X)
+    assert fast.model_bytes_ < dense.model_bytes_ / 3
+
+
+def test_labels_stay_dense_where_the_sparse_criterion_could_change_a_bit():
+    from forestbench.tree._classes import labels_for_growth
+    X, Y = _delicious_like()
+    assert sp.issparse(labels_for_growth(Y))
+    assert sp.issparse(labels_for_growth(Y, np.full(Y.shape[0], 2.0)))  # integer weights keep every sum exact
+    for Y_kept, w in [(Y * 0.5, None),                                   # not 0/1
+                      (Y, np.full(Y.shape[0], 0.5)),                     # non-integer weights
+                      (Y[:, :16], None),                                 # too few outputs
+                      (np.maximum(Y, np.eye(Y.shape[0], Y.shape[1])[:, ::-1] + (np.arange(Y.shape[1]) < 20)), None)]:
+        assert labels_for_growth(Y_kept, w) is Y_kept                    # ^ too dense (20 of 120 columns all 1)

@@ -47,14 +47,21 @@ def protocol_of(registry: dict, dataset: str, protocol: str, global_protocols: d
 _LOCATION_KEYS = ("url", "mirrors", "alternative")
 
 
+#: the shape keys the prepared data is checked against
+_CHECKED_SHAPE_KEYS = ("n", "p", "d")
+
+
 def prepare_entry(entry: dict) -> dict:
     """The part of a registry entry that determines its prepared file: the task, the expected shape and the source
-    (without download locations and prose). Editing anything else (notes, citation, protocols, a mirror URL) does
-    not change the prepared data."""
+    (without download locations and prose). Editing anything else (notes, citation, protocols, a mirror URL, the
+    shape's cost-model hint ``labels_per_row``) does not change the prepared data."""
     source = dict(entry.get("source") or {})
     if source.get("files"):
         source["files"] = [{k: v for k, v in f.items() if k not in _LOCATION_KEYS} for f in source["files"]]
-    return {"task": entry.get("task"), "shape": entry.get("shape"), "source": source}
+    shape = entry.get("shape")
+    if isinstance(shape, dict):
+        shape = {k: v for k, v in shape.items() if k in _CHECKED_SHAPE_KEYS}
+    return {"task": entry.get("task"), "shape": shape, "source": source}
 
 
 def write_entry_file(name: str, entry: dict, directory: str | Path = "data/registry") -> Path:

@@ -50,7 +50,8 @@ from forestbench.projections import (
     resolve_n_components,
 )
 from forestbench.tree import DecisionTreeRegressor
-from forestbench.tree._classes import TREE_PARAMETER_CONSTRAINTS, check_X, check_targets, validate_fit_data
+from forestbench.tree._classes import (TREE_PARAMETER_CONSTRAINTS, check_X, check_targets, labels_for_growth,
+                                       validate_fit_data)
 
 __all__ = ["RandomForestRegressor", "ExtraTreesRegressor"]
 
@@ -161,6 +162,8 @@ class _BaseProjectionForest(MultiOutputMixin, RegressorMixin, BaseEstimator):
                            min_samples_split=self.min_samples_split, min_samples_leaf=self.min_samples_leaf,
                            max_leaf_nodes=self.max_leaf_nodes, weighted_counts=False,
                            count_constant_features=self.count_constant_features)
+        # the trees grow on a sparse 0/1 label matrix as CSR (same trees, faster); projections read Y as given
+        Y_grow = labels_for_growth(Y, sample_weight)
         full_labels = self.leaf_labels == "full" and self.bootstrap
         X_apply = _for_apply(X) if full_labels else None
 
@@ -196,9 +199,9 @@ class _BaseProjectionForest(MultiOutputMixin, RegressorMixin, BaseEstimator):
             proj_time = time.perf_counter() - t0
             weight = self._tree_weights(n, st, sample_weight)
             tree = tree_cls(random_state=st.tree_seed, **tree_params)
-            tree._fit_validated(X, Y, Z, weight, y_one_d=one_d)
+            tree._fit_validated(X, Y_grow, Z, weight, y_one_d=one_d)
             if full_labels:
-                _full_set_leaf_values(tree, X_apply, Y, sample_weight)
+                _full_set_leaf_values(tree, X_apply, Y_grow, sample_weight)
             return tree, proj_time
 
         results = _map(grow, range(self.n_estimators), _n_threads(self.n_jobs, self.n_estimators))
@@ -363,8 +366,9 @@ def _full_set_leaf_values(tree, X, Y, sample_weight):
         raise ParameterError("a leaf has no positive sample weight in the learning set; leaf_labels='full' "
                              "needs positive weights on the rows that grew the tree")
     sums = member @ Y
-    if sp.issparse(sums):
-        values = sp.diags(1.0 / mass) @ sums
+    if sp.issparse(sums):  # divided, not multiplied by 1 / mass: the same bits as the dense division below
+        values = sp.csr_array(sums)
+        values.data /= np.repeat(mass, np.diff(values.indptr))
     else:
         values = sums / mass[:, None]
     tree.tree_.set_leaf_values(leaf_ids, values)

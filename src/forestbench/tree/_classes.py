@@ -12,6 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from forestbench import _label_layout
 from forestbench.tree import _tree
 
 __all__ = ["DecisionTreeRegressor", "ExtraTreeRegressor", "Tree", "TREE_PARAMETER_CONSTRAINTS",
@@ -297,6 +298,21 @@ def check_targets(y, n_samples, *, name="y"):
     return t, one_d
 
 
+def labels_for_growth(Y, sample_weight=None):
+    """``Y`` (validated by :func:`check_targets`) in the layout the kernel grows on fastest with the same result:
+    a 0/1 label matrix with few labels per row as canonical CSR (:mod:`forestbench._label_layout`: the same trees
+    to the bit, faster, leaf values stored sparsely), anything else unchanged. ``sample_weight`` are the weights the
+    trees are grown with (``None``, or checked finite and non-negative); non-integer weights keep ``Y`` dense."""
+    if sp.issparse(Y) or not _label_layout.grows_sparse(Y.shape[1], 0.0):
+        return Y
+    if sample_weight is not None and not np.array_equal(sample_weight, np.floor(sample_weight)):
+        return Y
+    nonzero = Y != 0
+    if not _label_layout.grows_sparse(Y.shape[1], np.count_nonzero(nonzero) / Y.size) or not np.all(Y[nonzero] == 1):
+        return Y
+    return check_targets(sp.csr_array(Y), Y.shape[0])[0]
+
+
 def _fast_dense(X):
     """A float32 C- or Fortran-contiguous version of a plain, finite 2-D float ndarray; ``None`` when the
     input needs scikit-learn's full ``check_array`` (other types or dtypes, empty, NaN/inf, strided)."""
@@ -544,7 +560,7 @@ class DecisionTreeRegressor(_CachedParamValidationMixin, RegressorMixin, BaseEst
     def fit(self, X, y, sample_weight=None, split_targets=None):
         """Grow the tree on ``split_targets`` (default ``y``), label leaves with ``y``."""
         X, Y, Z, sample_weight, one_d = validate_fit_data(self, X, y, sample_weight, split_targets)
-        return self._fit_validated(X, Y, Z, sample_weight, y_one_d=one_d)
+        return self._fit_validated(X, labels_for_growth(Y, sample_weight), Z, sample_weight, y_one_d=one_d)
 
     def _fit_validated(self, X, Y, Z=None, sample_weight=None, *, y_one_d=False):
         """Grow on inputs validated by :func:`validate_fit_data` (the ensembles' entry point, no checks)."""

@@ -287,11 +287,13 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Co
 
     method = get_method(variant.method)
     n, p, d = res.shape_of(shape)
-    final = method.cost_of(n, p, d, variant.params, sparse=sparse)
+    labels = res.label_density(shape)
+    final = method.cost_of(n, p, d, variant.params, sparse=sparse, label_density=labels)
     if not variant.tune:
         return final, None
     folds, n_fit = _selection_rows(variant, n)
-    costs = [method.cost_of(n_fit, p, d, {**variant.params, **c}, sparse=sparse) for c in exp.candidates(variant)]
+    costs = [method.cost_of(n_fit, p, d, {**variant.params, **c}, sparse=sparse, label_density=labels)
+             for c in exp.candidates(variant)]
     budget = variant.tune.get("budget")
     if budget:
         # a budget caps every candidate's staged parameter so that its fit lasts at most `multiple` stages of the

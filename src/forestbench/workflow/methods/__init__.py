@@ -14,7 +14,10 @@ What an entry declares:
   never when the registry is read (a Snakefile parse on a cluster node imports no estimator).
 - ``sparse_y``: the estimator accepts a scipy-sparse label matrix (otherwise the runner densifies it).
 - ``cost``: ``cost(n, p, d, params, *, sparse=False, density=None) -> forestbench.workflow.resources.Cost``, the
-  modelled single-thread seconds of fit + predict and the fitted model's memory. It sizes cluster requests and
+  modelled single-thread seconds of fit + predict and the fitted model's memory. A hook that also takes
+  ``label_density`` receives the share of non-zero labels of a multi-label set whose registry shape gives
+  ``labels_per_row`` (``forestbench.workflow.resources.forest_cost`` charges sparse leaves by it). It sizes cluster
+  requests and
   ``forestbench plan``. Every method of this package declares one; a plugin method without one is charged
   ``forestbench.workflow.resources.default_cost`` (a forest of its ``n_estimators``, else ten fully grown trees), and
   ``forestbench plan`` says so.
@@ -134,10 +137,24 @@ class MethodSpec:
         """Whether the estimator class has ``capability`` (e.g. ``"staged_predict"``); imports it."""
         return hasattr(self.estimator_class(), capability)
 
-    def cost_of(self, n: int, p: int, d: int, params: dict, *, sparse: bool = False, density: float | None = None):
+    def cost_of(self, n: int, p: int, d: int, params: dict, *, sparse: bool = False, density: float | None = None,
+                label_density: float | None = None):
         from forestbench.workflow import resources
         hook = self.cost or resources.default_cost
-        return hook(n, p, d, params or {}, sparse=sparse, density=density)
+        extra = {"label_density": label_density} if label_density is not None and _takes(hook, "label_density") else {}
+        return hook(n, p, d, params or {}, sparse=sparse, density=density, **extra)
+
+
+_TAKES: dict[tuple[Any, str], bool] = {}
+
+
+def _takes(hook, keyword: str) -> bool:
+    """Whether the cost hook ``hook`` accepts ``keyword`` (read once per hook: the DAG build asks per variant)."""
+    key = (hook, keyword)
+    if key not in _TAKES:
+        params = inspect.signature(hook).parameters
+        _TAKES[key] = keyword in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return _TAKES[key]
 
 
 METHODS: dict[str, MethodSpec] = {}
