@@ -265,6 +265,22 @@ def test_scored_candidates_calibrate_the_tuning_estimate(tmp_path):
     assert 3.0 < factor < 5.0
 
 
+def test_scored_candidates_of_a_budgeted_grid_give_the_chunk_estimate_directly(tmp_path):
+    # a time budget gives every candidate about the same measured time, which the model's cap cannot know: the
+    # chunk estimate is the measured mean per candidate times the candidates of a chunk (here 2 of 4)
+    budget = {"multiple": 20, "reference": {"method": "gbmort", "params": {"max_leaf_nodes": 2}}}
+    config = _tuned_config()
+    config["experiments"]["g"]["methods"][0]["tune"]["budget"] = budget
+    plan = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas")
+    row = lambda report: next(v for v in report.variants if v.variant == "gb (tuning)")  # noqa: E731
+    assert row(make_plan(plan, results=tmp_path)).source == "model"
+    _write_candidate(tmp_path, "a", {"learning_rate": 0.1, "max_leaf_nodes": 2, "n_estimators": 70}, 0.30)
+    _write_candidate(tmp_path, "b", {"learning_rate": 0.5, "max_leaf_nodes": 8, "n_estimators": 20}, 0.50)
+    after = row(make_plan(plan, results=tmp_path))
+    assert (after.source, after.n_records) == ("recorded", 2)
+    assert after.wall_s - R.STARTUP_S == pytest.approx(2 * (0.30 + 0.50) / 2)
+
+
 def test_a_broken_candidate_file_is_named(tmp_path):
     plan = Plan(_tuned_config(), source="test", schema_dir=REPO / "workflow" / "schemas")
     path = _write_candidate(tmp_path, "a", {"learning_rate": 0.1, "max_leaf_nodes": 2}, 1.0)

@@ -327,14 +327,15 @@ def training_shape(shape: dict | None, protocol: dict) -> dict | None:
 
 def candidate_calibration(results: str | Path, experiment: str, dataset: str, variant, exp, shape: dict | None,
                           sparse: bool) -> tuple[float, int]:
-    """``(measured / modelled seconds, number of candidates)`` over the candidates of a tuned variant already scored
-    under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` (every repeat); ``(1.0, 0)`` when none is.
+    """``(measured / modelled seconds, number of candidates, measured seconds per candidate)`` over the candidates of
+    a tuned variant already scored under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` (every
+    repeat); ``(1.0, 0, 0.0)`` when none is.
     A candidate file is the chunk job's cache: its ``params`` and ``fit_seconds`` (summed over validation folds)."""
     from forestbench.workflow.methods import get_method
 
     folder = Path(results) / "tuning" / experiment / dataset / variant.name / "candidates"
     if not folder.is_dir():
-        return 1.0, 0
+        return 1.0, 0, 0.0
     method = get_method(variant.method)
     n, p, d = res.shape_of(shape)
     folds, n_fit = _selection_rows(variant, n)
@@ -356,8 +357,8 @@ def candidate_calibration(results: str | Path, experiment: str, dataset: str, va
         modelled += model
         count += 1
     if not count or modelled <= 0.0:
-        return 1.0, 0
-    return measured / modelled, count
+        return 1.0, 0, 0.0
+    return measured / modelled, count, measured / count
 
 
 def _raw_file_count(name: str, entry: dict) -> int:
@@ -437,11 +438,16 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                     n_chunks = fits * exp.n_chunks(variant)
                     n_tune += n_chunks
                     jobs["select"] += fits
-                    factor, n_done = candidate_calibration(results, name, dataset, variant, exp, fit_shape,
-                                                           sparse)
+                    factor, n_done, mean_s = candidate_calibration(results, name, dataset, variant, exp,
+                                                                   fit_shape, sparse)
                     req = res.fit_requests(shape, variant.params, 1, cost=chunk_cost, threads=exp.threads,
                                            sparse=sparse)
-                    if n_done:
+                    if n_done and variant.tune.get("budget"):
+                        # a budget gives every candidate about the same time, measured by the budget job, which the
+                        # model's cap does not know: the measured mean per candidate, times a chunk's candidates
+                        per_chunk = len(exp.candidates(variant)) / max(1, exp.n_chunks(variant))
+                        chunk_cost = res.Cost(mean_s * per_chunk, chunk_cost.model_mb)
+                    elif n_done:
                         chunk_cost = res.Cost(chunk_cost.fit_seconds * factor, chunk_cost.model_mb)
                     capped = limits.cap(req)
                     variants.append(VariantEstimate(name, dataset, f"{variant.name} (tuning)", n_chunks,
