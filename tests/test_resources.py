@@ -307,6 +307,10 @@ def test_sparse_label_forests_are_charged_by_their_stored_labels():
     sparse_cost = R.forest_cost(n, p, d, {"n_estimators": 4}, label_density=per_row / d)
     assert sparse_cost.model_mb == pytest.approx(bound)
     assert sparse_cost.fit_seconds < dense_cost.fit_seconds
+    # a projection with q = d splits on a dense Z of d columns: no sparse discount on its search
+    projected = {"n_estimators": 4, "output_projection": "gaussian", "n_components": d}
+    assert R.forest_cost(n, p, d, projected, label_density=per_row / d).fit_seconds == pytest.approx(
+        R.forest_cost(n, p, d, projected).fit_seconds)
     # labels too dense for the sparse criterion are charged as dense ones
     assert R.forest_cost(n, p, d, {"n_estimators": 4}, label_density=0.2) == dense_cost
 

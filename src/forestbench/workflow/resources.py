@@ -399,7 +399,7 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
     labels_per_row = None
     if label_density is not None and grows_sparse(d, label_density):
         labels_per_row = label_density * d
-        if outputs == d:
+        if params.get("output_projection") in (None, "none", "identity"):  # a projection's Z is dense (q = d too)
             outputs = max(1, min(d, math.ceil(SPARSE_CRITERION_COST * labels_per_row)))
     seconds = fit_seconds(n, p, outputs, n_estimators, max_features=k, sparse=sparse,
                           density=density, **caps) * (1.0 + PREDICT_FRACTION)
