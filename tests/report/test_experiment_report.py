@@ -209,3 +209,24 @@ def test_variant_group_labels():
                          "param.loss": ["ls", "ls", "lad", "lad", "ls"], "param.k": [1.0, 1.0, 1.0, 1.0, 2.0]})
     labels = add_variant_group(rows, rows, "param.q")["variant_group"].tolist()
     assert labels == ["a (loss=ls)", "a (loss=ls)", "a (loss=lad)", "a (loss=lad)", "b"]
+
+
+def test_timing_report_puts_ratios_beside_the_published_times(tmp_path):
+    """The thesis' timing claims are ratios (the plain forest over each projected one): the report gives ours beside
+    them. Fixture CPU times: rf 2.0 s, q = 1 0.5 s, q = d 1.6 s."""
+    import copy
+
+    from report_fixtures import make_scores
+    scores_csv = tmp_path / "scores.csv"
+    make_scores().to_csv(scores_csv, index=False)
+    cfg = copy.deepcopy(EXPERIMENT_CFG)
+    cfg["reports"] = [{"kind": "timing", "x": "param.n_components", "time": "fit_cpu_s", "baseline": "rf",
+                       "published": {"rf": 30.0, "rf-gaussian-q1": 6.0, "rf-gaussian-qd": 20.0}}]
+    build_experiment_report(scores_csv, "table_5_1", cfg, REFERENCE_DIR, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| rf-gaussian-q1 | 15 | 0.5 | 4 | 6 | 5 |" in md      # 6 datasets x 3 repeats, one cell missing
+    assert "| rf-gaussian-qd | 15 | 1.6 | 1.25 | 20 | 1.5 |" in md
+    assert "rf-gaussian-qlnd |" not in md.split("published s")[1].split("\n\n")[0]
+    cfg["reports"][0]["baseline"] = "nope"
+    with pytest.raises(ConfigError, match="baseline 'nope'"):
+        build_experiment_report(scores_csv, "table_5_1", cfg, REFERENCE_DIR, tmp_path / "out2")

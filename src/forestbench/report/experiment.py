@@ -202,7 +202,9 @@ def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
 @report_kind("timing")
 def _timing(ctx: Context, spec: dict, slug: str) -> Section:
     """``x``, ``time`` (``fit_wall_s`` | ``fit_cpu_s`` | ``predict_wall_s`` | ``predict_cpu_s``), ``hue``; log time
-    axis (log x when numeric and spanning more than a decade)."""
+    axis (log x when numeric and spanning more than a decade). ``published: {variant: seconds}`` with ``baseline``
+    (a variant) adds a table of the median times and of the ratios baseline / variant beside the published ones,
+    since ratios, unlike seconds, carry over between machines."""
     x = str(_require(spec, "x", "timing report"))
     time = str(spec.get("time", "fit_wall_s"))
     if time not in TIME_COLUMNS:
@@ -220,7 +222,32 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
                 raise ConfigError(f"timing report: column {col!r} is not in the scores table of {ctx.experiment}")
         rows = _placed(sec, rows[rows[time].notna() & (rows[time] > 0)], x)
     rows = _with_hue(ctx, rows, hue, x)
+    if spec.get("published"):
+        _published_times(sec, rows, spec, time)
     return _line_figure(ctx, sec, slug, figures.timing_plot, rows, x, time, hue)
+
+
+def _published_times(sec: Section, rows: pd.DataFrame, spec: dict, time: str) -> None:
+    published, baseline = spec["published"], spec.get("baseline")
+    if not isinstance(published, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in published.values()):
+        raise ConfigError(f"timing report: published must map variants to positive seconds, got {published!r}")
+    if baseline not in published:
+        raise ConfigError(f"timing report: baseline {baseline!r} must be one of the published variants "
+                          f"({', '.join(published)})")
+    medians = rows.groupby("variant")[time].median() if not rows.empty else pd.Series(dtype=float)
+    runs = rows.groupby("variant").size() if not rows.empty else pd.Series(dtype=int)
+    ours_base = medians.get(baseline)
+    lines = [f"| variant | fits | ours, median {time} | ours, {baseline} / variant | published s | "
+             f"published, {baseline} / variant |", "|---|---|---|---|---|---|"]
+    for variant, seconds in published.items():
+        ours = medians.get(variant)
+        ratio = ours_base / ours if ours is not None and ours_base is not None and ours > 0 else None
+        lines.append(f"| {variant} | {int(runs.get(variant, 0))} | {_fmt(ours) or 'not run'} | {_fmt(ratio)} | "
+                     f"{_fmt(seconds)} | {_fmt(published[baseline] / seconds)} |")
+        sec.data[f"ratio_{variant}"] = None if ratio is None else float(ratio)
+    sec.markdown = (f"Median {time} per variant beside the published times; the ratios divide {baseline}'s time "
+                    "by each variant's (above 1: the variant is faster).\n\n" + "\n".join(lines))
+    sec.html = "<pre>" + html.escape(sec.markdown) + "</pre>"
 
 
 def _fmt(x, spec: str = ".3g") -> str:
