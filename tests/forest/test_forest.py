@@ -275,6 +275,7 @@ def test_labels_stay_dense_where_the_sparse_criterion_could_change_a_bit():
     assert sp.issparse(labels_for_growth(Y, np.full(Y.shape[0], 2.0)))  # integer weights keep every sum exact
     for Y_kept, w in [(Y * 0.5, None),                                   # not 0/1
                       (Y, np.full(Y.shape[0], 0.5)),                     # non-integer weights
+                      (Y, np.full(Y.shape[0], 2.0 ** 20)),               # sums of squares beyond 2^53
                       (Y[:, :16], None),                                 # too few outputs
                       (np.maximum(Y, np.eye(Y.shape[0], Y.shape[1])[:, ::-1] + (np.arange(Y.shape[1]) < 20)), None)]:
         assert labels_for_growth(Y_kept, w) is Y_kept                    # ^ too dense (20 of 120 columns all 1)

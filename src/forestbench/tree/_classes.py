@@ -307,6 +307,11 @@ def labels_for_growth(Y, sample_weight=None):
         return Y
     if sample_weight is not None and not np.array_equal(sample_weight, np.floor(sample_weight)):
         return Y
+    # every sum the criterion takes is then an integer of at most d x (n x the largest weight)^2 (a forest's
+    # bootstrap counts sum to n): exact in float64 below 2^53
+    weight_bound = Y.shape[0] * (1.0 if sample_weight is None else float(np.max(sample_weight, initial=1.0)))
+    if Y.shape[1] * weight_bound ** 2 > 2.0 ** 53:
+        return Y
     nonzero = Y != 0
     if not _label_layout.grows_sparse(Y.shape[1], np.count_nonzero(nonzero) / Y.size) or not np.all(Y[nonzero] == 1):
         return Y
