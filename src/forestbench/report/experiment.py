@@ -243,7 +243,7 @@ def _published_times(sec: Section, rows: pd.DataFrame, spec: dict, time: str) ->
         ours = medians.get(variant)
         ratio = ours_base / ours if ours is not None and ours_base is not None and ours > 0 else None
         lines.append(f"| {variant} | {int(runs.get(variant, 0))} | {_fmt(ours) or 'not run'} | {_fmt(ratio)} | "
-                     f"{_fmt(seconds)} | {_fmt(published[baseline] / seconds)} |")
+                     f"{_fmt(seconds, '.4g')} | {_fmt(published[baseline] / seconds)} |")
         sec.data[f"ratio_{variant}"] = None if ratio is None else float(ratio)
     sec.markdown = (f"Median {time} per variant beside the published times; the ratios divide {baseline}'s time "
                     "by each variant's (above 1: the variant is faster).\n\n" + "\n".join(lines))
