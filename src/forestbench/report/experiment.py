@@ -220,10 +220,12 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
         for col in (x, time):
             if col not in rows.columns:
                 raise ConfigError(f"timing report: column {col!r} is not in the scores table of {ctx.experiment}")
-        rows = _placed(sec, rows[rows[time].notna() & (rows[time] > 0)], x)
-    rows = _with_hue(ctx, rows, hue, x)
-    if spec.get("published"):
+        rows = rows[rows[time].notna() & (rows[time] > 0)]
+    if spec.get("published"):  # every timed variant, the baseline too, which may have no place on the x axis
         _published_times(sec, rows, spec, time)
+    if not rows.empty:
+        rows = _placed(sec, rows, x)
+    rows = _with_hue(ctx, rows, hue, x)
     return _line_figure(ctx, sec, slug, figures.timing_plot, rows, x, time, hue)
 
 
