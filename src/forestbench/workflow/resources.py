@@ -363,11 +363,15 @@ def candidate_features(max_features, p: int) -> int:
     raise ValueError(f"resources: unknown max_features {max_features!r}")
 
 
+def _projects(params: dict) -> bool:
+    """Whether a variant grows its trees on projected outputs (``output_projection`` set to a projection)."""
+    return params.get("output_projection") not in (None, "none", "identity")
+
+
 def split_outputs(params: dict, d: int) -> int:
     """Outputs the split search works on: ``q`` when the variant projects its outputs (``output_projection`` with
     ``n_components``, resolved by ``forestbench.projections``), else ``d``. Leaves still hold ``d`` values."""
-    projection = params.get("output_projection")
-    if projection in (None, "none", "identity") or params.get("n_components") is None:
+    if not _projects(params) or params.get("n_components") is None:
         return d
     from forestbench.projections import resolve_n_components
 
@@ -405,7 +409,7 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
     labels_per_row = None
     if label_density is not None and grows_sparse(d, label_density):
         labels_per_row = label_density * d
-        if params.get("output_projection") in (None, "none", "identity"):  # a projection's Z is dense (q = d too)
+        if not _projects(params):  # a projection's Z is dense (q = d too)
             outputs = max(1, min(d, math.ceil(SPARSE_CRITERION_COST * labels_per_row)))
     seconds = fit_seconds(n, p, outputs, n_estimators, max_features=k, sparse=sparse,
                           density=density, **caps) * (1.0 + PREDICT_FRACTION)

@@ -10,9 +10,10 @@ def our_forest_cost(n, p, d, params, *, sparse=False, density=None, label_densit
                        density=density, label_density=label_density)
 
 
-def single_tree_cost(n, p, d, params, *, sparse=False, density=None):
+def single_tree_cost(n, p, d, params, *, sparse=False, density=None, label_density=None):
     """One tree: the forest model with one tree."""
-    return our_forest_cost(n, p, d, {**(params or {}), "n_estimators": 1}, sparse=sparse, density=density)
+    return our_forest_cost(n, p, d, {**(params or {}), "n_estimators": 1}, sparse=sparse, density=density,
+                           label_density=label_density)
 
 
 register("decision_tree", "forestbench.tree:DecisionTreeRegressor", sparse_y=True, cost=single_tree_cost,
