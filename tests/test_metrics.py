@@ -35,6 +35,35 @@ def test_lrap_ties_count_against():
     assert lrap(np.array([[1, 0, 0, 1]]), np.zeros((1, 4))) == pytest.approx(0.5)
 
 
+@pytest.mark.parametrize("d", [1, 2, 6, 40])
+@pytest.mark.parametrize("tied", [False, True])
+def test_lrap_agrees_with_sklearn(d, tied):
+    # sklearn's own loop over rows is the oracle: random labels (rows with every label positive included), scores
+    # with and without ties, dense and sparse labels
+    import scipy.sparse as sp
+    from sklearn.metrics import label_ranking_average_precision_score
+
+    rng = np.random.default_rng(d)
+    T = (rng.random((300, d)) < rng.uniform(0.05, 0.9)).astype(float)
+    T[:5] = 1.0
+    T[T.sum(axis=1) == 0, 0] = 1.0
+    S = rng.random((300, d))
+    if tied:
+        S = np.round(S * 3) / 3
+    expected = label_ranking_average_precision_score(T, S)
+    assert lrap(T, S) == pytest.approx(expected, rel=1e-12, abs=0)
+    assert lrap(sp.csr_matrix(T), S) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+def test_lrap_rejects_what_sklearn_rejects():
+    with pytest.raises(ValueError, match="0/1 label"):
+        lrap(np.array([[2.0, 0.0]]), np.array([[0.1, 0.2]]))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        lrap(np.array([[1.0, 0.0]]), np.array([[np.nan, 0.2]]))
+    with pytest.raises(ValueError, match="shape"):
+        lrap(np.ones((2, 3)), np.ones((2, 2)))
+
+
 def test_macro_r2_matches_sklearn_uniform_average():
     rng = np.random.default_rng(0)
     T, P = rng.normal(size=(50, 4)), rng.normal(size=(50, 4))

@@ -38,11 +38,46 @@ def _2d(a) -> np.ndarray:
 
 
 def lrap(Y_true, Y_score) -> float:
+    """Label ranking average precision over the rows with at least one positive label (D14), as scikit-learn's
+    ``label_ranking_average_precision_score`` computes it on those rows, in whole-matrix operations.
+
+    scikit-learn ranks each row with two ``scipy.stats.rankdata`` calls; staged tuning scores every stage of every
+    candidate this way, and on emotions (6 labels) those calls took 95 % of a tuning job's time. Here each row is
+    sorted once by decreasing score. For a positive label j with score s, the rank among all labels is the number of
+    labels scoring >= s (the end of s's tie group in the sorted row) and its rank among the positive labels is the
+    number of positive labels up to that same end, so ties count as scikit-learn's "max" ranks count them. The
+    per-row ratios are summed in label order and the rows in row order, as scikit-learn sums them; results agree
+    with it to rounding (tests/test_metrics.py)."""
     Y_true, Y_score = _2d(Y_true), _2d(Y_score)
-    keep = Y_true.sum(axis=1) > 0
+    if Y_true.shape != Y_score.shape:
+        raise ValueError(f"lrap: y_true has shape {Y_true.shape}, y_score {Y_score.shape}")
+    relevant = Y_true != 0
+    if (relevant & (Y_true != 1)).any():
+        raise ValueError("lrap: y_true must be a 0/1 label indicator matrix")
+    keep = relevant.any(axis=1)
     if not keep.any():
         raise UndefinedScore("no test row has a positive label")
-    return float(_skm().label_ranking_average_precision_score(Y_true[keep], Y_score[keep]))
+    relevant, scores = relevant[keep], np.asarray(Y_score[keep], dtype=np.float64)
+    if not np.isfinite(scores).all():
+        raise ValueError("lrap: y_score contains NaN or infinity")
+    n, d = scores.shape
+    order = np.argsort(-scores, axis=1, kind="stable")               # decreasing score
+    ranked = np.take_along_axis(scores, order, axis=1)
+    rel_ranked = np.take_along_axis(relevant, order, axis=1)
+    # position of the last label of each tie group, for every sorted position
+    last = np.empty((n, d), dtype=np.intp)
+    last[:, -1] = d - 1
+    is_end = ranked[:, :-1] != ranked[:, 1:]
+    last[:, :-1] = np.where(is_end, np.arange(d - 1), d - 1)
+    last = np.minimum.accumulate(last[:, ::-1], axis=1)[:, ::-1]
+    rank_all = last + 1.0                                             # labels scoring >= s
+    rank_rel = np.take_along_axis(np.cumsum(rel_ranked, axis=1), last, axis=1)   # positive labels scoring >= s
+    ratio = np.zeros((n, d))
+    np.put_along_axis(ratio, order, np.where(rel_ranked, rank_rel / rank_all, 0.0), axis=1)   # back to label order
+    n_rel = relevant.sum(axis=1)
+    per_row = np.cumsum(ratio, axis=1)[:, -1] / n_rel
+    per_row[n_rel == d] = 1.0                                         # every label positive: 1 (scikit-learn's rule)
+    return float(np.cumsum(per_row)[-1] / n)
 
 
 def coverage_error(Y_true, Y_score) -> float:
