@@ -44,6 +44,13 @@ include: "workflow/rules/fit.smk"
 include: "workflow/rules/report.smk"
 
 
+# Snakemake reads the signature of an input, params or resources function at every call (about ten per job);
+# stored once, every later read is a lookup (forestbench.workflow.snakefile)
+from forestbench.workflow.snakefile import freeze_signatures
+
+freeze_signatures(globals())
+
+
 rule all:
     input:
         all_targets(),

@@ -116,6 +116,15 @@ def budget_of_chunk(wildcards):
     return _budget_input(wildcards)
 
 
+def candidates_dir(wildcards):
+    """Where the tune jobs of a variant store their scored candidates, one file each (shared by its chunks)."""
+    return f"results/tuning/{wildcards.experiment}/{wildcards.dataset}/{wildcards.variant}/candidates"
+
+
+def budget_arg(wildcards, input):
+    return f"--budget {input.budget}" if "budget" in input.keys() else ""
+
+
 def budget_spec_json(wildcards):
     return json.dumps(PLAN.budget_spec(wildcards.experiment, wildcards.dataset, wildcards.variant), sort_keys=True)
 
@@ -162,6 +171,10 @@ def experiments_json(wildcards, all_experiments=False):
     if not all_experiments:
         experiments = {wildcards.experiment: experiments[wildcards.experiment]}
     return json.dumps(experiments, sort_keys=True)
+
+
+def all_experiments_json(wildcards):
+    return experiments_json(wildcards, all_experiments=True)
 
 
 def report_manifests(wildcards):

@@ -20,7 +20,7 @@ rule fetch:
         "results/logs/fetch/{dataset}/{filename}.log",
     params:
         registry=config.get("datasets_registry", "config/datasets.yaml"),
-        raw_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
+        raw_dir=raw_root_of,
     retries: 0  # the downloader retries with back-off itself
     shell:
         "python -m forestbench datasets --registry {params.registry} --raw-dir {params.raw_dir:q} "

@@ -21,8 +21,7 @@ rule fit:
     # timing experiments run repeat by repeat: every variant (input layout, ...) of repeat r before repeat r + 1
     priority: fit_priority
     resources:
-        # the attempt number reaches the command (and the run record) through a resource
-        attempt=lambda wildcards, attempt: attempt,
+        attempt=fit_attempt,
         mem_mb=fit_mem_mb,
         runtime=fit_runtime,
         slurm_extra=fit_slurm_extra,

@@ -61,7 +61,7 @@ rule report_index:
         mem_mb=light_mem_mb,
         runtime=light_runtime,
     params:
-        experiments=lambda wildcards: experiments_json(wildcards, all_experiments=True),
+        experiments=all_experiments_json,
     shell:
         "python -m forestbench report index --experiments-json {params.experiments:q} --results results "
         "--out results/report > {log} 2>&1 || python -m forestbench.workflow.joblog {log} $?"

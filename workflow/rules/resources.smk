@@ -98,6 +98,11 @@ def fit_runtime(wildcards, attempt):
     return _fit_requests(wildcards, attempt)["runtime"]
 
 
+def fit_attempt(wildcards, attempt):
+    # the attempt number reaches the command (and the run record) through a resource
+    return attempt
+
+
 def fit_threads(wildcards):
     # fixed by the configuration (experiment `threads`, else the global `threads`), never by the machine, so
     # that timings are comparable; the fit command pins the BLAS/OpenMP pools to the same number

@@ -43,8 +43,8 @@ rule tune:
         "results/logs/tune/{experiment}/{dataset}/{variant}/repeat-{repeat}/chunk-{chunk}.log",
     params:
         spec=tune_spec_json,
-        cache=lambda wildcards: f"results/tuning/{wildcards.experiment}/{wildcards.dataset}/{wildcards.variant}/candidates",
-        budget=lambda wildcards, input: f"--budget {input.budget}" if "budget" in input.keys() else "",
+        cache=candidates_dir,
+        budget=budget_arg,
     threads: fit_threads
     resources:
         mem_mb=tune_mem_mb,
