@@ -247,6 +247,29 @@ def test_oob_pruning_scores_rows_with_trees_that_never_saw_them():
     assert train.n_layers_built_ == oob.n_layers_built_ == 2
 
 
+@pytest.mark.parametrize("task", ["multilabel", "regression"])
+def test_every_run_records_the_layer_count_of_each_free_reading(task):
+    # a fit pruned by one reading records the L* the other readings select on the same layers: each equals what a
+    # fit pruned by that reading selects
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 4))
+    Y = (X[:, :3] + rng.normal(scale=1.5, size=(90, 3)) > 0).astype(float) if task == "multilabel" else \
+        X[:, :2] @ rng.normal(size=(2, 3)) + rng.normal(size=(90, 3))
+    kw = dict(n_estimators=8, max_layers=4, pca_fractions=[0.2], os_folds=3, random_state=0)
+    fits = {r: DeepTreeEnsemble("X_OS_TE", pruning_score=r, **kw).fit(X, Y) for r in ("train", "oob", "oof")}
+    for r, fit in fits.items():
+        assert fit.reading_layers_[r] == fit.n_layers_
+        for other in ("train", "oob"):
+            assert fit.reading_layers_[other] == fits[other].n_layers_
+        assert set(fit.reading_layers_) == {"train", "oob", r}
+        info = fit.run_info_()
+        assert {k: v for k, v in info.items() if k.startswith("n_layers_") and k != "n_layers_built"} == \
+            {f"n_layers_{k}": v for k, v in fit.reading_layers_.items()}
+    # the oob reading's layers differ from the train reading's on these noisy labels (else the test proves little)
+    if task == "multilabel":
+        assert fits["train"].reading_layers_["train"] != fits["train"].reading_layers_["oob"]
+
+
 # ------------------------------------------------------------------------------------- PCA-size search sharing
 @pytest.mark.parametrize("solver", ["gram", "covariance"])
 def test_truncated_embedding_equals_a_fit_solved_at_the_same_size(multilabel, solver):

@@ -176,6 +176,10 @@ def _oob_predict(forest, X):
     return acc / seen[:, None]
 
 
+# readings of D10 that cost predictions only (the "oof" reading grows extra forests)
+_FREE_READINGS = ("train", "oob")
+
+
 def _fraction_order(fraction):
     """Sort key of a PCA size: the int 1 (one component) is the smallest."""
     return 0.0 if isinstance(fraction, numbers.Integral) else float(fraction)
@@ -235,6 +239,9 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
     ----------
     n_layers_ : int
         Selected number of layers L* (1-based).
+    reading_layers_ : dict
+        The L* each reading of ``pruning_score`` selects on the same layers: "train" and "oob" always (they cost
+        predictions only), "oof" when it is the pruning reading. ``reading_layers_[pruning_score] == n_layers_``.
     layer_scores_ : ndarray of shape (n_layers_built_,)
         Training score of every built layer (micro-AUC for multi-label, aRRMSE for regression).
     n_layers_built_ : int
@@ -363,10 +370,15 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
         if has_te and len(fractions) > 1:
             fraction = self._tune_fraction(X, Y, Yt, fractions, _child(root, 1))
         self.pca_fraction_ = fraction
-        layers, scores, times = self._fit_cascade(X, Yt, Y, fraction, root, keep_all=self.keep_all_layers)
+        # the other readings of D10 that cost only predictions ("train", "oob") are scored beside the pruning one,
+        # so that every run records the layer count each reading would select
+        others = {r: [] for r in _FREE_READINGS if r != self.pruning_score}
+        layers, scores, times = self._fit_cascade(X, Yt, Y, fraction, root, keep_all=self.keep_all_layers,
+                                                  other_readings=others)
         self.layer_scores_ = np.array([s if task == "multilabel" else -s for s in scores])
         self.n_layers_built_ = len(scores)
         self.n_layers_ = int(np.argmax(scores)) + 1
+        self.reading_layers_ = {r: int(np.argmax(s)) + 1 for r, s in {**others, self.pruning_score: scores}.items()}
         self.layers_ = layers
         self.fit_time_split_ = times
         # stages of staged_predict (one per kept layer) for the run record
@@ -466,13 +478,16 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
             first["os"] = self._os_cv(X, X, Yt, root, 1)
         return first
 
-    def _fit_cascade(self, X, Yt, Y, fraction, root, keep_all, solve_fraction=None, first=None):
+    def _fit_cascade(self, X, Yt, Y, fraction, root, keep_all, solve_fraction=None, first=None,
+                     other_readings=None):
         """Fit up to ``max_layers`` layers on targets ``Yt`` (standardised for regression); score each layer on
         ``Y``. Returns the kept layers, the per-layer scores (higher is better) and the time split.
 
         ``solve_fraction``: PCA size layer 1's eigen-problems are solved for (None: ``fraction``; later layers
         always solve at ``fraction``, their inputs differ between candidates anyway);
-        ``first``: layer 1's shared work from :meth:`_first_layer` (same ``root`` and ``solve_fraction``)."""
+        ``first``: layer 1's shared work from :meth:`_first_layer` (same ``root`` and ``solve_fraction``);
+        ``other_readings``: {reading: []} of other ``pruning_score`` readings among "train" and "oob", each list
+        filled with that reading's score of every layer (they select nothing here)."""
         has_x, has_te, has_os = VARIANTS[self.variant]
         layers, scores, times = [], [], []
         inp_rf = inp_et = X
@@ -529,6 +544,9 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
             else:
                 P = layer.predict(feats_rf, feats_et) * self._y_scale + self._y_mean
             scores.append(layer_score(self.task_, Y, P))
+            for reading, other in (other_readings or {}).items():
+                P = _oob_predict(layer.pred_rf, feats_rf) if reading == "oob" else layer.predict(feats_rf, feats_et)
+                other.append(layer_score(self.task_, Y, P * self._y_scale + self._y_mean))
             t["prediction_forests"], t["scoring"] = t1 - t0, _clock() - t1
             times.append(t)
             layers.append(layer)
@@ -595,6 +613,8 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
             "n_layers_built": int(self.n_layers_built_),
             "layer_metric": self.layer_metric_,
             "layer_scores": [float(s) for s in self.layer_scores_],
+            # the layer count each reading of D10 selects on the same layers (the pruning reading's is n_layers)
+            **{f"n_layers_{r}": int(n) for r, n in sorted(self.reading_layers_.items())},
             "pca_fraction": None if self.pca_fraction_ is None else (
                 int(self.pca_fraction_) if isinstance(self.pca_fraction_, numbers.Integral)
                 else float(self.pca_fraction_)),

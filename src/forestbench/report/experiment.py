@@ -408,6 +408,16 @@ def _layers(ctx: Context, spec: dict, slug: str) -> Section:
         sec.html = table.to_html(escape=True)
         sec.markdown = table.to_markdown()
         sec.notes.append("table: mean selected layer count over repeats (the published tables' superscripts)")
+    # the layer count every reading of "best on the training data" selects on the same layers (config/README.md, D10)
+    readings = sorted(c for c in finals.columns if c.startswith("extra.n_layers_") and c != "extra.n_layers_built")
+    if readings and finals[readings].notna().any().any():
+        chosen = finals[finals[readings].notna().any(axis=1)]
+        table = (chosen.groupby(["dataset", "variant"], sort=False)[readings].mean().round(2)
+                 .rename(columns=lambda c: c.removeprefix("extra.n_layers_")).reset_index())
+        sec.html = (sec.html or "") + table.to_html(index=False, escape=True)
+        sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
+        sec.notes.append("second table: mean layer count each reading of the pruning score selects on the same "
+                         "layers (train: resubstitution, oob: out-of-bag, oof: out-of-fold; config/README.md, D10)")
     frame = pd.DataFrame(rows, columns=["dataset", "variant", "layer", "value", "curve"])
     return _line_figure(ctx, sec, slug, figures.layer_curves_plot, frame, metric)
 
