@@ -61,7 +61,8 @@ def lrap(Y_true, Y_score) -> float:
     if not np.isfinite(scores).all():
         raise ValueError("lrap: y_score contains NaN or infinity")
     n, d = scores.shape
-    order = np.argsort(-scores, axis=1, kind="stable")               # decreasing score
+    # decreasing score; the order within a tie group does not matter (every member gets the group's end)
+    order = np.argsort(-scores, axis=1)
     ranked = np.take_along_axis(scores, order, axis=1)
     rel_ranked = np.take_along_axis(relevant, order, axis=1)
     # position of the last label of each tie group, for every sorted position
