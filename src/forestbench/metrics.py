@@ -59,7 +59,9 @@ def lrap(Y_true, Y_score) -> float:
         raise UndefinedScore("no test row has a positive label")
     relevant, scores = relevant[keep], np.asarray(Y_score[keep], dtype=np.float64)
     if not np.isfinite(scores).all():
-        raise ValueError("lrap: y_score contains NaN or infinity")
+        # a diverging model (e.g. a boosting candidate at a large learning rate): its ranking is undefined, so the
+        # staged selection skips that stage instead of failing the tuning job (scikit-learn refuses such scores)
+        raise UndefinedScore(f"{int((~np.isfinite(scores)).sum())} score(s) are NaN or infinite")
     n, d = scores.shape
     # decreasing score; the order within a tie group does not matter (every member gets the group's end)
     order = np.argsort(-scores, axis=1)
