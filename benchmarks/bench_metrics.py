@@ -24,7 +24,7 @@ from forestbench.metrics import lrap
 
 # (name, validation rows, labels, labels per row): the holdout (20 %) of the training part of each set
 CASES = [("emotions-sized", 78, 6, 1.87), ("medical-sized", 67, 45, 1.25), ("enron-sized", 226, 53, 3.38),
-         ("delicious-sized", 2584, 983, 19.0)]
+         ("bibtex-sized", 976, 159, 2.40), ("corel5k-sized", 900, 374, 3.52), ("delicious-sized", 2584, 983, 19.0)]
 
 
 def _problem(rows, labels, per_row, seed):

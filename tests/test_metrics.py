@@ -35,7 +35,7 @@ def test_lrap_ties_count_against():
     assert lrap(np.array([[1, 0, 0, 1]]), np.zeros((1, 4))) == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize("d", [1, 2, 6, 40])
+@pytest.mark.parametrize("d", [1, 2, 6, 40, 79, 80, 150])
 @pytest.mark.parametrize("tied", [False, True])
 def test_lrap_agrees_with_sklearn(d, tied):
     # sklearn's own loop over rows is the oracle: random labels (rows with every label positive included), scores
@@ -53,6 +53,23 @@ def test_lrap_agrees_with_sklearn(d, tied):
     expected = label_ranking_average_precision_score(T, S)
     assert lrap(T, S) == pytest.approx(expected, rel=1e-12, abs=0)
     assert lrap(sp.csr_matrix(T), S) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("d", [1, 3, 12, 120])
+def test_both_lrap_paths_agree_with_sklearn_row_by_row(d):
+    # the sorted-rows path (few labels) and the searched path (many labels) on the same rows, each row alone
+    from sklearn.metrics import label_ranking_average_precision_score
+
+    from forestbench.metrics import _lrap_searched, _lrap_sorted_rows
+
+    rng = np.random.default_rng(100 + d)
+    T = rng.random((60, d)) < 0.3
+    T[T.sum(axis=1) == 0, -1] = True
+    T[0] = True
+    S = np.round(rng.normal(size=(60, d)), 1)            # many ties
+    expected = [label_ranking_average_precision_score(T[i:i + 1], S[i:i + 1]) for i in range(60)]
+    np.testing.assert_allclose(_lrap_sorted_rows(T, S), expected, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(_lrap_searched(T, S), expected, rtol=1e-13, atol=0)
 
 
 def test_lrap_rejects_malformed_input():

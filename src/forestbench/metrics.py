@@ -41,13 +41,13 @@ def lrap(Y_true, Y_score) -> float:
     """Label ranking average precision over the rows with at least one positive label (D14), as scikit-learn's
     ``label_ranking_average_precision_score`` computes it on those rows, in whole-matrix operations.
 
-    scikit-learn ranks each row with two ``scipy.stats.rankdata`` calls; staged tuning scores every stage of every
-    candidate this way, and on emotions (6 labels) those calls took 95 % of a tuning job's time. Here each row is
-    sorted once by decreasing score. For a positive label j with score s, the rank among all labels is the number of
-    labels scoring >= s (the end of s's tie group in the sorted row) and its rank among the positive labels is the
-    number of positive labels up to that same end, so ties count as scikit-learn's "max" ranks count them. The
-    per-row ratios are summed in label order and the rows in row order, as scikit-learn sums them; results agree
-    with it to rounding (tests/test_metrics.py)."""
+    scikit-learn ranks each row with two ``scipy.stats.rankdata`` calls; staged tuning scores up to 1000 stages of
+    every candidate this way, and on emotions (6 labels) those calls took 95 % of a tuning job's time. For a
+    positive label j with score s, LRAP needs the number of labels scoring >= s and the number of positive labels
+    scoring >= s, ties counted as scikit-learn's "max" ranks count them. Up to ``_SEARCH_MIN_LABELS`` labels every
+    row is sorted with its labels (:func:`_lrap_sorted_rows`); with more, only the rows' values are sorted and the
+    positive labels' scores are searched in them (:func:`_lrap_searched`), which touches the positive labels only.
+    Both agree with scikit-learn to rounding (tests/test_metrics.py; `benchmarks/bench_metrics.py`)."""
     Y_true, Y_score = _2d(Y_true), _2d(Y_score)
     if Y_true.shape != Y_score.shape:
         raise ValueError(f"lrap: y_true has shape {Y_true.shape}, y_score {Y_score.shape}")
@@ -62,8 +62,19 @@ def lrap(Y_true, Y_score) -> float:
         # a diverging model (e.g. a boosting candidate at a large learning rate): its ranking is undefined, so the
         # staged selection skips that stage instead of failing the tuning job (scikit-learn refuses such scores)
         raise UndefinedScore(f"{int((~np.isfinite(scores)).sum())} score(s) are NaN or infinite")
+    per_row = (_lrap_searched if scores.shape[1] >= _SEARCH_MIN_LABELS else _lrap_sorted_rows)(relevant, scores)
+    return float(np.cumsum(per_row)[-1] / per_row.size)   # rows summed in order, as scikit-learn sums them
+
+
+#: from this many labels on, LRAP searches the positive labels' scores in the sorted rows instead of sorting the
+#: labels with the rows (measured crossover about 60-100 labels, `benchmarks/bench_metrics.py`)
+_SEARCH_MIN_LABELS = 80
+
+
+def _lrap_sorted_rows(relevant, scores):
+    """Per-row LRAP: each row sorted by decreasing score together with its labels; a label's two ranks are read
+    at the end of its tie group (the order within a group does not matter)."""
     n, d = scores.shape
-    # decreasing score; the order within a tie group does not matter (every member gets the group's end)
     order = np.argsort(-scores, axis=1)
     ranked = np.take_along_axis(scores, order, axis=1)
     rel_ranked = np.take_along_axis(relevant, order, axis=1)
@@ -80,7 +91,41 @@ def lrap(Y_true, Y_score) -> float:
     n_rel = relevant.sum(axis=1)
     per_row = np.cumsum(ratio, axis=1)[:, -1] / n_rel
     per_row[n_rel == d] = 1.0                                         # every label positive: 1 (scikit-learn's rule)
-    return float(np.cumsum(per_row)[-1] / n)
+    return per_row
+
+
+def _lrap_searched(relevant, scores):
+    """Per-row LRAP from the rows' sorted values: labels scoring >= s are d minus those scoring < s (a lower bound
+    in the ascending row), positive labels scoring >= s likewise among the row's positive scores."""
+    n, d = scores.shape
+    rows, cols = np.nonzero(relevant)                                 # row-major: labels in order within a row
+    counts = np.bincount(rows, minlength=n)
+    ptr = np.concatenate([[0], np.cumsum(counts)])
+    s = scores[rows, cols]
+    ascending = np.sort(scores, axis=1).ravel()
+    base = rows * d
+    rank_all = d - (_lower_bound(ascending, base, base + d, s) - base)
+    positive_sorted = s[np.lexsort((s, rows))]                        # each row's positive scores, ascending
+    start = ptr[rows]
+    rank_rel = counts[rows] - (_lower_bound(positive_sorted, start, ptr[rows + 1], s) - start)
+    per_row = np.add.reduceat(rank_rel / rank_all, ptr[:-1]) / counts
+    per_row[counts == d] = 1.0
+    return per_row
+
+
+def _lower_bound(flat, lo, hi, values):
+    """For each query, the first position p in [lo, hi) of the ascending run ``flat[lo:hi]`` with
+    ``flat[p] >= value`` (``hi`` when there is none): a binary search run for all queries at once."""
+    lo, hi = lo.copy(), hi.copy()
+    steps = int(np.ceil(np.log2(int((hi - lo).max()) + 1))) if lo.size else 0
+    last = flat.size - 1
+    for _ in range(steps):
+        active = lo < hi
+        mid = (lo + hi) >> 1
+        right = active & (flat[np.minimum(mid, last)] < values)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
+    return lo
 
 
 def coverage_error(Y_true, Y_score) -> float:
