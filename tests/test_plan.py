@@ -221,9 +221,42 @@ def test_a_tuning_budget_caps_the_planned_candidate_cost():
     _, (final, chunk) = costs({"multiple": 20, "reference": reference})
     one_stage = get_method("gbmort").cost_of(16, 3, 3, {"max_leaf_nodes": 2, "n_estimators": 1}).fit_seconds
     n_chunks = exp.n_chunks(exp.runnable_variants[0])
-    assert chunk.fit_seconds == pytest.approx(4 * 20 * one_stage / n_chunks)
-    assert chunk.fit_seconds < chunk_free.fit_seconds / 100
+    assert chunk.fit_seconds - chunk.scoring_seconds == pytest.approx(4 * 20 * one_stage / n_chunks)
+    assert chunk.fit_seconds - chunk.scoring_seconds < (chunk_free.fit_seconds - chunk_free.scoring_seconds) / 100
+    # the capped candidates run fewer stages, so they score fewer of them too
+    assert 0 < chunk.scoring_seconds < chunk_free.scoring_seconds
     assert final.fit_seconds == pytest.approx(min(final_free.fit_seconds, 20 * one_stage * 20 / 16))
+
+
+@pytest.mark.parametrize("metric, per_entry", [("macro_r2", R.SCORE_ENTRY_OTHER_S), ("lrap", R.SCORE_ENTRY_S)])
+def test_staged_tuning_is_charged_for_scoring_every_scored_stage(metric, per_entry):
+    # a staged candidate scores its validation rows after each scored stage: all of 100 stages, and at most
+    # MAX_SCORED_STAGES of 5000; a kfold validation scores every fold. Closed forms on a 100-row, 3-output shape.
+    from forestbench.workflow.plan import variant_cost
+    from forestbench.workflow.tuning import MAX_SCORED_STAGES
+
+    def chunk_scoring(n_estimators, validation):
+        tune = {"grid": {"learning_rate": [0.1, 0.5]}, "validation": validation, "metric": metric,
+                "staged": "n_estimators", "mode": "dag", "chunk": 2}
+        config = _config(experiments={"g": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"],
+                                            "methods": [{"name": "gb", "method": "gbmort",
+                                                         "params": {"n_estimators": n_estimators}, "tune": tune}]}})
+        exp = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas").experiments["g"]
+        return variant_cost(exp, exp.runnable_variants[0], {"n": 100, "p": 3, "d": 3}, False)[1].scoring_seconds
+
+    one = lambda rows: R.SCORE_CALL_S + per_entry * rows * 3  # noqa: E731
+    assert chunk_scoring(100, {"holdout": 0.2}) == pytest.approx(2 * 100 * one(20))
+    assert chunk_scoring(5000, {"holdout": 0.2}) == pytest.approx(2 * MAX_SCORED_STAGES * one(20))
+    assert chunk_scoring(100, {"kfold": 4}) == pytest.approx(2 * 4 * 100 * one(25))
+
+
+def _chunk_scoring(plan):
+    # the modelled scoring of one chunk job of the only tuned variant of `plan` on linnerud, as the plan charges it
+    from forestbench.workflow.plan import training_shape, variant_cost
+
+    exp = plan.experiments["g"]
+    shape = training_shape(plan.registry["linnerud"]["shape"], plan.protocol_spec("linnerud", exp.protocol))
+    return variant_cost(exp, exp.runnable_variants[0], shape, False)[1].scoring_seconds
 
 
 def _tuned_config(tmp_chunk=2):
@@ -234,10 +267,13 @@ def _tuned_config(tmp_chunk=2):
                                       "methods": [method]}})
 
 
-def _write_candidate(root: Path, name, params, seconds):
+def _write_candidate(root: Path, name, params, seconds, stages=None):
     path = root / "tuning" / "g" / "linnerud" / "gb" / "candidates" / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"params": params, "fit_seconds": seconds, "score": 0.5}))
+    doc = {"params": params, "fit_seconds": seconds, "score": 0.5}
+    if stages is not None:
+        doc["stages"] = list(range(1, stages + 1))
+    path.write_text(json.dumps(doc))
     return path
 
 
@@ -261,7 +297,10 @@ def test_scored_candidates_calibrate_the_tuning_estimate(tmp_path):
     factor = (3.0 * model(small) + 5.0 * model(large)) / (model(small) + model(large))
     after = row(make_plan(plan, results=tmp_path))
     assert (after.source, after.n_records) == ("recorded", 2)
-    assert after.wall_s - R.STARTUP_S == pytest.approx(factor * (before.wall_s - R.STARTUP_S))
+    # the candidate files time the fits: the factor scales the fits, the modelled scoring is added unchanged
+    scoring = _chunk_scoring(plan)
+    assert scoring > 0
+    assert after.wall_s - R.STARTUP_S == pytest.approx(factor * (before.wall_s - R.STARTUP_S - scoring) + scoring)
     assert 3.0 < factor < 5.0
 
 
@@ -274,11 +313,14 @@ def test_scored_candidates_of_a_budgeted_grid_give_the_chunk_estimate_directly(t
     plan = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas")
     row = lambda report: next(v for v in report.variants if v.variant == "gb (tuning)")  # noqa: E731
     assert row(make_plan(plan, results=tmp_path)).source == "model"
-    _write_candidate(tmp_path, "a", {"learning_rate": 0.1, "max_leaf_nodes": 2, "n_estimators": 70}, 0.30)
-    _write_candidate(tmp_path, "b", {"learning_rate": 0.5, "max_leaf_nodes": 8, "n_estimators": 20}, 0.50)
+    _write_candidate(tmp_path, "a", {"learning_rate": 0.1, "max_leaf_nodes": 2, "n_estimators": 70}, 0.30, 70)
+    _write_candidate(tmp_path, "b", {"learning_rate": 0.5, "max_leaf_nodes": 8, "n_estimators": 20}, 0.50, 20)
     after = row(make_plan(plan, results=tmp_path))
     assert (after.source, after.n_records) == ("recorded", 2)
-    assert after.wall_s - R.STARTUP_S == pytest.approx(2 * (0.30 + 0.50) / 2)
+    # plus the scoring of the stages the candidates scored (70 and 20), on the 16 - 12 validation rows of linnerud
+    d = plan.registry["linnerud"]["shape"]["d"]
+    scoring = (70 + 20) / 2 * R.staged_score_seconds(16 - int(16 * 0.8), d, "macro_r2")
+    assert after.wall_s - R.STARTUP_S == pytest.approx(2 * (0.30 + 0.50) / 2 + 2 * scoring)
 
 
 def test_a_broken_candidate_file_is_named(tmp_path):
@@ -326,7 +368,7 @@ def test_fits_are_charged_on_the_protocols_training_rows(tmp_path):
         n, 5, 16, {"n_estimators": 1000, **params}).fit_seconds
     assert final.fit_seconds == pytest.approx(model(300, {}))
     candidates = [{"learning_rate": lr, "max_leaf_nodes": k} for lr in (0.1, 0.5) for k in (2, 8)]
-    assert chunk.fit_seconds == pytest.approx(sum(model(240, c) for c in candidates))
+    assert chunk.fit_seconds - chunk.scoring_seconds == pytest.approx(sum(model(240, c) for c in candidates))
     rows = {v.variant: v for v in make_plan(plan, results=tmp_path).variants}
     assert rows["gb"].wall_s == pytest.approx(R.cost_job_seconds(final))
     assert rows["gb (tuning)"].wall_s == pytest.approx(R.cost_job_seconds(chunk))

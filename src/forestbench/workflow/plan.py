@@ -278,6 +278,23 @@ def _selection_rows(variant, n: int) -> tuple[int, int]:
     return folds, max(1, int(n * fraction))
 
 
+def staged_scoring_seconds(variant, params: dict, fit_seconds: float, capped_seconds: float, n: int,
+                           d: int) -> float:
+    """Seconds a staged candidate spends scoring its validation rows (all folds), beyond its fits: one scored stage
+    (``resources.staged_score_seconds``) per stage ``tuning.scored_stages`` scores, of the stages it runs (its
+    staged parameter, fewer when a budget caps its fit at ``capped_seconds`` of the uncapped ``fit_seconds``)."""
+    from forestbench.workflow.tuning import MAX_SCORED_STAGES
+
+    staged = variant.tune.get("staged")
+    total = int(params.get(staged) or 0) if staged else 0
+    if total <= 0:
+        return 0.0
+    folds, n_fit = _selection_rows(variant, n)
+    stages = total if capped_seconds >= fit_seconds or fit_seconds <= 0 else total * capped_seconds / fit_seconds
+    scored = min(max(stages, 1.0), MAX_SCORED_STAGES)
+    return folds * scored * res.staged_score_seconds(max(1, n - n_fit), d, variant.tune["metric"])
+
+
 def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Cost, res.Cost | None]:
     """``(cost of the final fit job, cost of one candidate-chunk job or None)`` of a variant on a dataset shape,
     from its method's cost hook. An in-job selection (``tune.mode: inner``) adds every candidate's validation
@@ -292,8 +309,9 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Co
     if not variant.tune:
         return final, None
     folds, n_fit = _selection_rows(variant, n)
-    costs = [method.cost_of(n_fit, p, d, {**variant.params, **c}, sparse=sparse, label_density=labels)
-             for c in exp.candidates(variant)]
+    candidates = [{**variant.params, **c} for c in exp.candidates(variant)]
+    costs = [method.cost_of(n_fit, p, d, c, sparse=sparse, label_density=labels) for c in candidates]
+    capped = costs
     budget = variant.tune.get("budget")
     if budget:
         # a budget caps every candidate's staged parameter so that its fit lasts at most `multiple` stages of the
@@ -303,13 +321,17 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Co
         one_stage = get_method(reference["method"]).cost_of(
             n_fit, p, d, {**reference["params"], variant.tune["staged"]: 1}, sparse=sparse)
         cap = budget["multiple"] * one_stage.fit_seconds
-        costs = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
+        capped = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
         final = res.Cost(min(final.fit_seconds, cap * n / n_fit), final.model_mb)
-    search = res.Cost(folds * sum(c.fit_seconds for c in costs), max(c.model_mb for c in costs))
+    # staged candidates also score their validation rows at every scored stage
+    scoring = sum(staged_scoring_seconds(variant, c, full.fit_seconds, cut.fit_seconds, n, d)
+                  for c, full, cut in zip(candidates, costs, capped))
+    search = res.Cost(folds * sum(c.fit_seconds for c in capped) + scoring, max(c.model_mb for c in capped),
+                      scoring)
     if variant.tuned_in_dag:
-        per_chunk = search.fit_seconds / max(1, exp.n_chunks(variant))
-        return final, res.Cost(per_chunk, search.model_mb)
-    return res.Cost(final.fit_seconds + search.fit_seconds, max(final.model_mb, search.model_mb)), None
+        chunks = max(1, exp.n_chunks(variant))
+        return final, res.Cost(search.fit_seconds / chunks, search.model_mb, scoring / chunks)
+    return res.Cost(final.fit_seconds + search.fit_seconds, max(final.model_mb, search.model_mb), scoring), None
 
 
 def training_shape(shape: dict | None, protocol: dict) -> dict | None:
@@ -326,20 +348,22 @@ def training_shape(shape: dict | None, protocol: dict) -> dict | None:
 
 
 def candidate_calibration(results: str | Path, experiment: str, dataset: str, variant, exp, shape: dict | None,
-                          sparse: bool) -> tuple[float, int]:
-    """``(measured / modelled seconds, number of candidates, measured seconds per candidate)`` over the candidates of
-    a tuned variant already scored under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` (every
-    repeat); ``(1.0, 0, 0.0)`` when none is.
-    A candidate file is the chunk job's cache: its ``params`` and ``fit_seconds`` (summed over validation folds)."""
+                          sparse: bool) -> tuple[float, int, float, float]:
+    """``(measured / modelled fit seconds, number of candidates, measured fit seconds per candidate, modelled scoring
+    seconds per candidate)`` over the candidates of a tuned variant already scored under
+    ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` (every repeat); ``(1.0, 0, 0.0, 0.0)`` when none is.
+    A candidate file is the chunk job's cache: its ``params``, ``fit_seconds`` (summed over validation folds, the
+    fits only) and, when staged, the ``stages`` it scored, each charged ``resources.staged_score_seconds``."""
     from forestbench.workflow.methods import get_method
 
     folder = Path(results) / "tuning" / experiment / dataset / variant.name / "candidates"
     if not folder.is_dir():
-        return 1.0, 0, 0.0
+        return 1.0, 0, 0.0, 0.0
     method = get_method(variant.method)
     n, p, d = res.shape_of(shape)
     folds, n_fit = _selection_rows(variant, n)
-    measured = modelled = 0.0
+    one_stage = res.staged_score_seconds(max(1, n - n_fit), d, variant.tune["metric"])
+    measured = modelled = scoring = 0.0
     count = 0
     for path in sorted(folder.glob("*.json")):
         if path.name.startswith("."):  # a cache file being written
@@ -347,6 +371,7 @@ def candidate_calibration(results: str | Path, experiment: str, dataset: str, va
         try:
             doc = json.loads(path.read_text())
             seconds, params = float(doc["fit_seconds"]), dict(doc["params"])
+            scored = len(doc.get("stages") or [])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise DataError(f"tuning candidate {path} is unreadable ({exc}); delete it and rerun its chunk") from None
         if not (math.isfinite(seconds) and seconds >= 0.0):
@@ -355,10 +380,11 @@ def candidate_calibration(results: str | Path, experiment: str, dataset: str, va
         model = folds * method.cost_of(n_fit, p, d, {**variant.params, **params}, sparse=sparse).fit_seconds
         measured += seconds
         modelled += model
+        scoring += folds * scored * one_stage
         count += 1
     if not count or modelled <= 0.0:
-        return 1.0, 0, 0.0
-    return measured / modelled, count, measured / count
+        return 1.0, 0, 0.0, 0.0
+    return measured / modelled, count, measured / count, scoring / count
 
 
 def _raw_file_count(name: str, entry: dict) -> int:
@@ -438,17 +464,21 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                     n_chunks = fits * exp.n_chunks(variant)
                     n_tune += n_chunks
                     jobs["select"] += fits
-                    factor, n_done, mean_s = candidate_calibration(results, name, dataset, variant, exp,
-                                                                   fit_shape, sparse)
+                    factor, n_done, mean_s, mean_scoring = candidate_calibration(results, name, dataset, variant,
+                                                                                 exp, fit_shape, sparse)
                     req = res.fit_requests(shape, variant.params, 1, cost=chunk_cost, threads=exp.threads,
                                            sparse=sparse)
                     if n_done and variant.tune.get("budget"):
                         # a budget gives every candidate about the same time, measured by the budget job, which the
                         # model's cap does not know: the measured mean per candidate, times a chunk's candidates
+                        # (candidate files time the fits only; their scored stages give the scoring)
                         per_chunk = len(exp.candidates(variant)) / max(1, exp.n_chunks(variant))
-                        chunk_cost = res.Cost(mean_s * per_chunk, chunk_cost.model_mb)
+                        chunk_cost = res.Cost((mean_s + mean_scoring) * per_chunk, chunk_cost.model_mb,
+                                              mean_scoring * per_chunk)
                     elif n_done:
-                        chunk_cost = res.Cost(chunk_cost.fit_seconds * factor, chunk_cost.model_mb)
+                        fits_only = chunk_cost.fit_seconds - chunk_cost.scoring_seconds
+                        chunk_cost = res.Cost(fits_only * factor + chunk_cost.scoring_seconds, chunk_cost.model_mb,
+                                              chunk_cost.scoring_seconds)
                     capped = limits.cap(req)
                     variants.append(VariantEstimate(name, dataset, f"{variant.name} (tuning)", n_chunks,
                                                     exp.threads, res.cost_job_seconds(chunk_cost, threads=exp.threads),

@@ -63,6 +63,16 @@ SPARSE_CRITERION_COST = 6.0
 SPARSE_CONSTANT_RULE_FACTOR = 2.3
 #: prediction time as a fraction of the fit time
 PREDICT_FRACTION = 0.25
+#: staged tuning scores the validation rows after each of up to ``tuning.MAX_SCORED_STAGES`` stages of every
+#: candidate. One scored stage costs SCORE_CALL_S plus, per (validation row x output), SCORE_ENTRY_S of its metric
+#: (the ranking measures) or SCORE_ENTRY_OTHER_S (the others). Measured per call (`benchmarks/bench_metrics.py`
+#: and the metrics alone, one run under load): LRAP 0.1 ms on 78 x 6, 16-23 ns per entry from 159 to 983 labels at
+#: 2-4 % positives (53-79 ns at 10 %); macro-r² and aRRMSE 0.03-0.05 ms on small blocks, 6.5-8.4 ns per entry on
+#: large ones. The staged prediction itself is not charged here.
+SCORE_CALL_S = 1e-4
+SCORE_ENTRY_S = 25e-9
+SCORE_ENTRY_OTHER_S = 8e-9
+RANKING_METRICS = frozenset({"lrap", "ranking_loss", "coverage_error", "one_error"})
 #: start-up of a job (interpreter, imports, loading the data and split, writing the record), seconds: a
 #: ``python -m forestbench fit`` of a 50-tree forest on linnerud (fit + predict 0.03 s) took 2.1-3.0 s of wall time
 #: (1.9-2.4 s of CPU) on a shared 2-core machine; rounded up (it was 20 s, which charged the 406 jobs of the Table
@@ -387,6 +397,7 @@ class Cost:
 
     fit_seconds: float  # modelled single-thread wall seconds of fit + predict
     model_mb: float  # memory of the fitted model, MB (the data and the interpreter are charged separately)
+    scoring_seconds: float = 0.0  # the part of fit_seconds that staged tuning spends scoring (not fitting)
 
 
 def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
@@ -433,6 +444,12 @@ def default_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
     if _positive_int(params.get("n_estimators")) is None:
         params["n_estimators"] = UNKNOWN_METHOD_TREES
     return forest_cost(n, p, d, params, sparse=sparse, density=density)
+
+
+def staged_score_seconds(rows: int, d: int, metric: str) -> float:
+    """Seconds of one scored stage of staged tuning: the metric on ``rows`` validation rows of ``d`` outputs."""
+    per_entry = SCORE_ENTRY_S if metric in RANKING_METRICS else SCORE_ENTRY_OTHER_S
+    return SCORE_CALL_S + per_entry * rows * max(d, 1)
 
 
 def cost_job_seconds(cost: Cost, *, threads: int = 1, repeats: int = 1) -> float:
