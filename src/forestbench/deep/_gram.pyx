@@ -1,0 +1,53 @@
+# cython: language_level=3
+"""Dense cross products of two weighted node-indicator matrices: the kernel of the embedding's Gram matrix.
+
+The embedding's matrices are 0/1 node indicators with each node column scaled by one weight, so column ``c`` of
+``B`` is ``col_value[c]`` on the rows that reach node ``c`` and 0 elsewhere. ``add_indicator_cross_products``
+adds ``A @ B.T`` to a dense ``out`` for a CSR ``A`` (any values) and such a ``B`` given by its CSC structure and
+``col_value``. Row ``i`` of the result is accumulated in ``out[i]`` itself: each stored entry ``(i, c)`` of ``A``
+adds ``A[i, c] * col_value[c]`` to ``out[i, j]`` for every row ``j`` of column ``c``. The output row stays in cache
+while it is filled and the inner loop reads only the 32-bit row ids of the column, where a general sparse-sparse
+product builds a sparse result through a hash or a sort first.
+
+The order of the additions into ``out[i, j]`` is fixed: the columns shared by rows ``i`` and ``j`` in increasing
+order (``A``'s rows are sorted). For ``A == B`` (``symmetric``) the products for ``(i, j)`` and ``(j, i)`` are the
+same numbers added in the same order, so only ``j <= i`` is accumulated and the result is mirrored: bit for bit
+what the full product gives, for half the work.
+"""
+import numpy as np
+cimport numpy as cnp
+
+from forestbench.tree._utils cimport intp_t, int32_t, float64_t
+
+cnp.import_array()
+
+
+def add_indicator_cross_products(float64_t[:, ::1] out,
+                                 const intp_t[::1] a_indptr, const int32_t[::1] a_indices,
+                                 const float64_t[::1] a_data,
+                                 const intp_t[::1] b_indptr, const int32_t[::1] b_indices,
+                                 const float64_t[::1] col_value, bint symmetric):
+    """``out += A @ B.T`` (see the module docstring). ``b_indices`` must be sorted within each column when
+    ``symmetric``; the caller checks shapes and index ranges (``_embedding._cross_products``)."""
+    cdef intp_t n_rows = out.shape[0], n_cols = out.shape[1], i, j, p, q, q_end, c
+    cdef float64_t v
+    cdef float64_t* row
+    with nogil:
+        for i in range(n_rows):
+            row = &out[i, 0]
+            for p in range(a_indptr[i], a_indptr[i + 1]):
+                c = a_indices[p]
+                v = a_data[p] * col_value[c]
+                q_end = b_indptr[c + 1]
+                if symmetric:
+                    for q in range(b_indptr[c], q_end):
+                        if b_indices[q] > i:
+                            break
+                        row[b_indices[q]] += v
+                else:
+                    for q in range(b_indptr[c], q_end):
+                        row[b_indices[q]] += v
+        if symmetric:
+            for i in range(n_rows):
+                for j in range(i + 1, n_cols):
+                    out[i, j] = out[j, i]
