@@ -67,6 +67,28 @@ def test_same_tree_as_sklearn(d, params):
     assert ours.predict(X).shape == ref.predict(X).shape
 
 
+@pytest.mark.parametrize("d", [2, 14, 64, 65])     # the fused multi-output sweep (2-64 outputs) and the general path
+def test_multi_output_trees_with_bootstrap_weights_equal_sklearn(d):
+    X, Y = _data(n=400, p=5, d=d, seed=d)
+    w = np.random.RandomState(d).poisson(1.0, size=400).astype(float)   # bootstrap-like integer counts, zeros too
+    ours = DecisionTreeRegressor(min_samples_leaf=5, weighted_counts=False).fit(X, Y, sample_weight=w)
+    ref = SkTree(min_samples_leaf=5, random_state=0).fit(X, Y, sample_weight=w)
+    assert ours.tree_.node_count > 40
+    assert_same_tree(ours, ref)
+
+
+@pytest.mark.parametrize("layout", ["dense", "csc"])
+def test_multi_output_sweep_over_a_large_block_of_equal_values(layout):
+    """A feature whose values are mostly 0: the sweep's first position lies past the middle of the node, where the
+    left sums are rebuilt from the total minus the rows on the right; every layout grows sklearn's tree."""
+    X, Y = _sparse_data(n=400, p=6, d=3, density=0.25, seed=3)
+    Xin = sp.csc_matrix(X) if layout == "csc" else X
+    ours = DecisionTreeRegressor(min_samples_leaf=5, weighted_counts=False).fit(Xin, Y)
+    ref = SkTree(min_samples_leaf=5, random_state=0).fit(X, Y)
+    assert ours.tree_.node_count > 15
+    assert_same_tree(ours, ref, value_atol=1e-9)
+
+
 def test_same_tree_as_sklearn_with_weights_sklearn_counts():
     X, y = _data(seed=3)
     w = np.random.RandomState(0).uniform(0.5, 2.0, size=X.shape[0])

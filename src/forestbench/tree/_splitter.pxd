@@ -44,6 +44,7 @@ cdef class Splitter:
     cdef bint count_constant_features
     cdef bint scan_random             # dense X and dense Z: score random thresholds in one pass
     cdef bint sweep_1d                # one dense split target: the fused best-split sweep
+    cdef bint sweep_nd                # 2..SWEEP_MAX_OUTPUTS dense split targets: the fused sweep, in vectors
     cdef bint sparse_input            # CSC input (the sweep jumps over the block of zeros)
     cdef uint64_t rng_state
     cdef intp_t start, end
@@ -55,6 +56,8 @@ cdef class Splitter:
     cdef intp_t _left_by_threshold_1d(self, float64_t threshold) noexcept nogil
     cdef void _gather_node_targets(self) noexcept nogil
     cdef void _sweep_1d(self, intp_t feature, intp_t jump_from, intp_t jump_to,
+                        BestSplit* best) noexcept nogil
+    cdef void _sweep_nd(self, intp_t feature, intp_t jump_from, intp_t jump_to,
                         BestSplit* best) noexcept nogil
     cdef void node_split(self, float64_t impurity, intp_t n_known_constants,
                          SplitRecord* split) noexcept nogil

@@ -39,6 +39,9 @@ from libc.stdint cimport uint64_t
 
 import numpy as np
 
+cdef enum:
+    SWEEP_MAX_OUTPUTS = 64   # the fused multi-output sweep keeps the left sums in a local array of this size
+
 from forestbench.tree._utils cimport rand_int, rand_uniform, seed_state, beats, same_value, midpoint_threshold
 from forestbench.tree._criterion cimport DenseCriterion
 from forestbench.tree._partitioner cimport DensePartitioner, SparsePartitioner
@@ -110,6 +113,8 @@ cdef class Splitter:
         self.scan_random = (isinstance(criterion, DenseCriterion) and
                             isinstance(partitioner, DensePartitioner))
         self.sweep_1d = isinstance(criterion, DenseCriterion) and criterion.n_outputs == 1
+        self.sweep_nd = (isinstance(criterion, DenseCriterion) and
+                         1 < criterion.n_outputs <= SWEEP_MAX_OUTPUTS)
         if self.scan_random and self.sweep_1d and random_split:
             # the node's split targets (and weights) in sample order, gathered once per node
             self.zf = <float64_t*> malloc((self.n_samples if self.n_samples > 0 else 1) * sizeof(float64_t))
@@ -170,6 +175,13 @@ cdef class Splitter:
                                    (<SparsePartitioner>self.partitioner).start_positive, best)
                 else:
                     self._sweep_1d(feature, -1, -1, best)
+                return 0
+            if self.sweep_nd:
+                if self.sparse_input:
+                    self._sweep_nd(feature, (<SparsePartitioner>self.partitioner).end_negative,
+                                   (<SparsePartitioner>self.partitioner).start_positive, best)
+                else:
+                    self._sweep_nd(feature, -1, -1, best)
                 return 0
             self.criterion.reset()
             p = start
@@ -289,6 +301,94 @@ cdef class Splitter:
                 continue
             sr = total - acc
             proxy = (acc * acc) / wl + (sr * sr) / wr
+            if best_pos == end or beats(proxy, best_proxy):
+                best_proxy = proxy
+                best_pos = p
+                best.feature = feature
+                best.threshold = midpoint_threshold(Xf[q], Xf[p])
+        best.proxy = best_proxy
+        best.pos = best_pos
+
+    cdef void _sweep_nd(self, intp_t feature, intp_t jump_from, intp_t jump_to,
+                        BestSplit* best) noexcept nogil:
+        """The threshold sweep of the best splitter for 2 to ``SWEEP_MAX_OUTPUTS`` dense split targets, in one
+        loop: what ``_sweep_1d`` is for one target.
+
+        The left sums live in a local array, which the compiler knows no target row can alias, so it keeps them
+        out of the loads and stores the criterion's fields cost and vectorises the per-output loops; the right
+        sums are never stored (``total - left`` inside the proxy). Same arithmetic in the same order as
+        ``criterion.update`` and ``proxy_impurity_improvement`` (forward additions, or the total minus the rows
+        on the right when fewer moves; the proxy's sums in output order), so the same proxies, bit for bit.
+        """
+        cdef intp_t d = self.criterion.n_outputs
+        cdef const float64_t* Z = (<DenseCriterion> self.criterion).Z
+        cdef const float64_t* sum_total = self.criterion.sum_total
+        cdef const float64_t* sw = self.sample_weight
+        cdef const intp_t* samples = self.samples
+        cdef const float32_t* Xf = self.Xf
+        cdef const float64_t* row
+        cdef intp_t start = self.start, end = self.end
+        cdef intp_t msl = self.min_samples_leaf
+        cdef float64_t mwl = self.min_weight_leaf
+        cdef float64_t W = self.criterion.weighted_n_node_samples
+        cdef float64_t sl[SWEEP_MAX_OUTPUTS]
+        cdef float64_t tot[SWEEP_MAX_OUTPUTS]
+        cdef float64_t wl = 0.0, w = 1.0, wr, r, left, right, proxy
+        cdef float64_t best_proxy = best.proxy
+        cdef intp_t best_pos = best.pos
+        cdef intp_t pos = start, p = start, q, q_next, j, k, i
+        for k in range(d):
+            sl[k] = 0.0
+            tot[k] = sum_total[k]
+        while p < end:
+            # next_p: the next position whose value differs from the current one
+            q = p
+            q_next = q + 1
+            if q_next == jump_from:
+                q_next = jump_to
+            while q_next < end and same_value(Xf[q_next], Xf[q]):
+                q = q_next
+                q_next = q + 1
+                if q_next == jump_from:
+                    q_next = jump_to
+            p = q_next
+            if p >= end:
+                break
+            if p - start < msl or end - p < msl:
+                continue
+            # update(p): add [pos, p) to the left, or rebuild from the total when fewer moves
+            if (p - pos) <= (end - p):
+                for j in range(pos, p):
+                    i = samples[j]
+                    if sw != NULL:
+                        w = sw[i]
+                    row = Z + i * d
+                    for k in range(d):
+                        sl[k] += w * row[k]
+                    wl += w
+            else:
+                for k in range(d):
+                    sl[k] = tot[k]
+                wl = W
+                for j in range(end - 1, p - 1, -1):
+                    i = samples[j]
+                    if sw != NULL:
+                        w = sw[i]
+                    row = Z + i * d
+                    for k in range(d):
+                        sl[k] -= w * row[k]
+                    wl -= w
+            pos = p
+            wr = W - wl
+            if wl < mwl or wr < mwl:
+                continue
+            left = 0.0
+            right = 0.0
+            for k in range(d):
+                left += sl[k] * sl[k]
+                r = tot[k] - sl[k]
+                right += r * r
+            proxy = left / wl + right / wr
             if best_pos == end or beats(proxy, best_proxy):
                 best_proxy = proxy
                 best_pos = p
