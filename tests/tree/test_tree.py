@@ -67,7 +67,7 @@ def test_same_tree_as_sklearn(d, params):
     assert ours.predict(X).shape == ref.predict(X).shape
 
 
-@pytest.mark.parametrize("d", [2, 14, 64, 65])     # the fused multi-output sweep (2-64 outputs) and the general path
+@pytest.mark.parametrize("d", [2, 14, 1024, 1025])   # the fused multi-output sweep (2-1024 outputs), the general path
 def test_multi_output_trees_with_bootstrap_weights_equal_sklearn(d):
     X, Y = _data(n=400, p=5, d=d, seed=d)
     w = np.random.RandomState(d).poisson(1.0, size=400).astype(float)   # bootstrap-like integer counts, zeros too

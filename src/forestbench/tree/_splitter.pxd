@@ -44,7 +44,7 @@ cdef class Splitter:
     cdef bint count_constant_features
     cdef bint scan_random             # dense X and dense Z: score random thresholds in one pass
     cdef bint sweep_1d                # one dense split target: the fused best-split sweep
-    cdef bint sweep_nd                # 2..SWEEP_MAX_OUTPUTS dense split targets: the fused sweep, in vectors
+    cdef bint sweep_nd                # 2..SWEEP_MAX_OUTPUTS (1024) dense split targets: the fused sweep
     cdef bint sparse_input            # CSC input (the sweep jumps over the block of zeros)
     cdef uint64_t rng_state
     cdef intp_t start, end

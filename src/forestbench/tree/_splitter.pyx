@@ -40,7 +40,7 @@ from libc.stdint cimport uint64_t
 import numpy as np
 
 cdef enum:
-    SWEEP_MAX_OUTPUTS = 64   # the fused multi-output sweep keeps the left sums in a local array of this size
+    SWEEP_MAX_OUTPUTS = 1024   # the fused multi-output sweep keeps its sums in two local arrays of this size (16 KB)
 
 from forestbench.tree._utils cimport rand_int, rand_uniform, seed_state, beats, same_value, midpoint_threshold
 from forestbench.tree._criterion cimport DenseCriterion
