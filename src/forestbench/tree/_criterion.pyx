@@ -17,6 +17,8 @@ integers, so sparse and dense targets give bit-identical scores.
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset, memcpy
 
+from forestbench.tree._utils cimport add_rows, subtract_rows
+
 import numpy as np
 
 cdef enum:
@@ -129,7 +131,6 @@ cdef class DenseCriterion(Criterion):
         # read through self would be reloaded in every iteration
         cdef intp_t p, i, k, d = self.n_outputs
         cdef float64_t w = 1.0, wsum, acc
-        cdef const float64_t* row
         cdef const float64_t* Z = self.Z
         cdef const float64_t* sw = self.sample_weight
         cdef const intp_t* samples = self.samples
@@ -167,23 +168,9 @@ cdef class DenseCriterion(Criterion):
                     wsum -= w
             sum_left[0] = acc
         elif forward:
-            for p in range(lo, hi):
-                i = samples[p]
-                if sw != NULL:
-                    w = sw[i]
-                row = Z + i * d
-                for k in range(d):
-                    sum_left[k] += w * row[k]
-                wsum += w
+            wsum = add_rows(sum_left, Z, d, samples, sw, lo, hi, wsum)
         else:
-            for p in range(hi - 1, lo - 1, -1):
-                i = samples[p]
-                if sw != NULL:
-                    w = sw[i]
-                row = Z + i * d
-                for k in range(d):
-                    sum_left[k] -= w * row[k]
-                wsum -= w
+            wsum = subtract_rows(sum_left, Z, d, samples, sw, lo, hi, wsum)
         self.weighted_n_left = wsum
         self.weighted_n_right = self.weighted_n_node_samples - self.weighted_n_left
         for k in range(d):

@@ -42,7 +42,8 @@ import numpy as np
 cdef enum:
     SWEEP_MAX_OUTPUTS = 1024   # the fused multi-output sweep keeps its sums in two local arrays of this size (16 KB)
 
-from forestbench.tree._utils cimport rand_int, rand_uniform, seed_state, beats, same_value, midpoint_threshold
+from forestbench.tree._utils cimport (rand_int, rand_uniform, seed_state, beats, same_value, midpoint_threshold,
+                                     next_position, add_rows, subtract_rows)
 from forestbench.tree._criterion cimport DenseCriterion
 from forestbench.tree._partitioner cimport DensePartitioner, SparsePartitioner
 
@@ -253,19 +254,9 @@ cdef class Splitter:
         cdef float64_t acc = 0.0, wl = 0.0, w = 1.0, wr, sr, proxy
         cdef float64_t best_proxy = best.proxy
         cdef intp_t best_pos = best.pos
-        cdef intp_t pos = start, p = start, q, q_next, k, i
+        cdef intp_t pos = start, p = start, q, k, i
         while p < end:
-            # next_p: the next position whose value differs from the current one
-            q = p
-            q_next = q + 1
-            if q_next == jump_from:
-                q_next = jump_to
-            while q_next < end and same_value(Xf[q_next], Xf[q]):
-                q = q_next
-                q_next = q + 1
-                if q_next == jump_from:
-                    q_next = jump_to
-            p = q_next
+            p = next_position(Xf, p, end, jump_from, jump_to, &q)
             if p >= end:
                 break
             if p - start < msl or end - p < msl:
@@ -326,58 +317,32 @@ cdef class Splitter:
         cdef const float64_t* sw = self.sample_weight
         cdef const intp_t* samples = self.samples
         cdef const float32_t* Xf = self.Xf
-        cdef const float64_t* row
         cdef intp_t start = self.start, end = self.end
         cdef intp_t msl = self.min_samples_leaf
         cdef float64_t mwl = self.min_weight_leaf
         cdef float64_t W = self.criterion.weighted_n_node_samples
         cdef float64_t sl[SWEEP_MAX_OUTPUTS]
         cdef float64_t tot[SWEEP_MAX_OUTPUTS]
-        cdef float64_t wl = 0.0, w = 1.0, wr, r, left, right, proxy
+        cdef float64_t wl = 0.0, wr, r, left, right, proxy
         cdef float64_t best_proxy = best.proxy
         cdef intp_t best_pos = best.pos
-        cdef intp_t pos = start, p = start, q, q_next, j, k, i
+        cdef intp_t pos = start, p = start, q, k
         for k in range(d):
             sl[k] = 0.0
             tot[k] = sum_total[k]
         while p < end:
-            # next_p: the next position whose value differs from the current one
-            q = p
-            q_next = q + 1
-            if q_next == jump_from:
-                q_next = jump_to
-            while q_next < end and same_value(Xf[q_next], Xf[q]):
-                q = q_next
-                q_next = q + 1
-                if q_next == jump_from:
-                    q_next = jump_to
-            p = q_next
+            p = next_position(Xf, p, end, jump_from, jump_to, &q)
             if p >= end:
                 break
             if p - start < msl or end - p < msl:
                 continue
             # update(p): add [pos, p) to the left, or rebuild from the total when fewer moves
             if (p - pos) <= (end - p):
-                for j in range(pos, p):
-                    i = samples[j]
-                    if sw != NULL:
-                        w = sw[i]
-                    row = Z + i * d
-                    for k in range(d):
-                        sl[k] += w * row[k]
-                    wl += w
+                wl = add_rows(sl, Z, d, samples, sw, pos, p, wl)
             else:
                 for k in range(d):
                     sl[k] = tot[k]
-                wl = W
-                for j in range(end - 1, p - 1, -1):
-                    i = samples[j]
-                    if sw != NULL:
-                        w = sw[i]
-                    row = Z + i * d
-                    for k in range(d):
-                        sl[k] -= w * row[k]
-                    wl -= w
+                wl = subtract_rows(sl, Z, d, samples, sw, p, end, W)
             pos = p
             wr = W - wl
             if wl < mwl or wr < mwl:

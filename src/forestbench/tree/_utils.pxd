@@ -40,6 +40,59 @@ cdef inline bint same_value(float32_t next_value, float32_t value) noexcept nogi
     return next_value <= value + FEATURE_THRESHOLD
 
 
+cdef inline intp_t next_position(const float32_t* Xf, intp_t p, intp_t end, intp_t jump_from, intp_t jump_to,
+                                 intp_t* last) noexcept nogil:
+    """The first position after ``p``'s run of equal sorted values (``end`` or beyond if none); ``last[0]`` gets the
+    run's last position. From ``jump_from`` the walk continues at ``jump_to`` (the sparse partitioner's block of
+    zeros; -1 for dense input)."""
+    cdef intp_t q = p, q_next = p + 1
+    if q_next == jump_from:
+        q_next = jump_to
+    while q_next < end and same_value(Xf[q_next], Xf[q]):
+        q = q_next
+        q_next = q + 1
+        if q_next == jump_from:
+            q_next = jump_to
+    last[0] = q
+    return q_next
+
+
+cdef inline float64_t add_rows(float64_t* acc, const float64_t* Z, intp_t d, const intp_t* samples,
+                               const float64_t* sw, intp_t lo, intp_t hi, float64_t wsum) noexcept nogil:
+    """``acc[k] += w_i Z[i, k]`` for the samples at positions ``lo`` .. ``hi - 1``, in that order; returns ``wsum``
+    plus their weights, added one by one (``sw`` NULL: unit weights)."""
+    cdef intp_t j, k, i
+    cdef float64_t w = 1.0
+    cdef const float64_t* row
+    for j in range(lo, hi):
+        i = samples[j]
+        if sw != NULL:
+            w = sw[i]
+        row = Z + i * d
+        for k in range(d):
+            acc[k] += w * row[k]
+        wsum += w
+    return wsum
+
+
+cdef inline float64_t subtract_rows(float64_t* acc, const float64_t* Z, intp_t d, const intp_t* samples,
+                                    const float64_t* sw, intp_t lo, intp_t hi, float64_t wsum) noexcept nogil:
+    """``acc[k] -= w_i Z[i, k]`` for the samples at positions ``hi - 1`` down to ``lo``, in that order; returns
+    ``wsum`` minus their weights, subtracted one by one."""
+    cdef intp_t j, k, i
+    cdef float64_t w = 1.0
+    cdef const float64_t* row
+    for j in range(hi - 1, lo - 1, -1):
+        i = samples[j]
+        if sw != NULL:
+            w = sw[i]
+        row = Z + i * d
+        for k in range(d):
+            acc[k] -= w * row[k]
+        wsum -= w
+    return wsum
+
+
 cdef inline float64_t midpoint_threshold(float32_t low, float32_t high) noexcept nogil:
     """Threshold of a cut between two consecutive distinct sorted values: halfway, or ``low`` where the halfway
     point rounds onto ``high`` or overflows (x <= threshold goes left)."""
