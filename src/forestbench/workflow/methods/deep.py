@@ -10,7 +10,8 @@ _PAPER_FRACTIONS = (1, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95)
 _VARIANTS = {"X_TE": (True, True, False), "TE": (False, True, False), "X_OS": (True, False, True),
              "X_OS_TE": (True, True, True), "X": (True, False, False)}
 _GRAM_S = 1.5e-9  # seconds per (row pair x tree) of the embedding's Gram products (the indicator kernel)
-_EIGEN_S = 3e-10  # seconds per rows^3 of the eigen-decomposition
+_EIGEN_S = 3e-10  # seconds per rows^3 of the eigen-decomposition (LAPACK, many components)
+_LANCZOS_S = 1.4e-9  # seconds per (rows^2 x components) of Lanczos, up to 10 % of the rows (yeast: 0.28 s, 1600, 80)
 # The cascade's forests, per tree: a fixed cost plus a sort-and-scan term. A cascade grows tens of thousands of
 # small forests (150 trees x 14 forests x 10 layers, times 41 with the PCA-size search), on a few dozen to a few
 # thousand rows, where the fixed cost of a tree dominates; the generic forest model (``fit_seconds``) has no fixed
@@ -35,6 +36,14 @@ def _forests(n, p, d, trees, count, max_features):
     return count * max(1, trees) * per_tree
 
 
+def _eigen_seconds(n, fraction):
+    """The embedding's eigen-solve for ``fraction`` of the rows as components (the solver ``TreeEmbedding`` picks)."""
+    k = max(1.0, fraction * n)
+    if n > 200 and k <= 0.1 * n:
+        return _LANCZOS_S * n * n * k
+    return _EIGEN_S * n ** 3
+
+
 def _cascade(n, p, d, params):
     """(seconds, peak MB, seconds of layer 1's fraction-independent work) of one cascade fit on n rows."""
     has_x, has_te, has_os = _VARIANTS.get(params.get("variant", "X_TE"), (True, True, False))
@@ -52,7 +61,7 @@ def _cascade(n, p, d, params):
     shared = 0.0   # layer 1 reads X whatever the PCA size: embedding forests, Gram, eigen-solve, OS CV
     if has_te:
         emb = _forests(n // 2, p, d, trees, 2, mf)
-        pca = 2 * (_GRAM_S * n * n * trees + _EIGEN_S * n ** 3)
+        pca = 2 * (_GRAM_S * n * n * trees + _eigen_seconds(n, f))
         per_layer += _forests(n // 2, width, d, trees, 2, mf) + pca
         shared += emb + pca
         mb += 2 * forest_mb(n // 2, d, trees) + 2 * (3 * 8.0 * n * n + 12.0 * n * trees * math.log2(max(n, 2))) / 2**20
