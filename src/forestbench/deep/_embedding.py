@@ -249,8 +249,8 @@ def _cross_products(A, B, col_value):
     ``B`` equals ``col_value[c]`` (a weighted 0/1 indicator, as every matrix of the embedding is).
 
     The cost of the product is the sum over columns of (rows of A in the column) x (rows of B in the column),
-    dominated by the few nodes near the roots that most rows go through. Those columns are densified in blocks and
-    multiplied with BLAS; the many small nodes go through the indicator kernel
+    dominated by the few nodes near the roots that most rows go through. Those columns are densified and multiplied
+    in one BLAS product; the many small nodes go through the indicator kernel
     (:func:`forestbench.deep._gram.add_indicator_cross_products`), which halves its work when ``A`` is ``B``. The
     result depends only on the two matrices, never on whether ``A is B``: the kernel's symmetric path gives the
     full product bit for bit, and the dense part is added after the kernel's in both cases."""
