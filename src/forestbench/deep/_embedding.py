@@ -22,8 +22,8 @@ the machine; and on a loaded machine BLAS threads contend with the forests' thre
 Gram matrix took 4-27 s with two BLAS threads under load against 0.6 s with one). The cascade's parallelism is in
 its forests (``n_jobs``).
 
-:func:`forest_node_indicator` is the only place that builds the indicator matrix, so a compiled version can
-replace it without touching the rest.
+:func:`forest_node_indicator` is the only place that builds the indicator matrix; it runs the tree package's compiled
+traversal.
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from scipy.linalg.blas import dgemm
 
 from forestbench.deep._gram import add_indicator_cross_products
 from forestbench.projections import ParameterError
+from forestbench.tree.indicator import forest_node_indicator as _tree_node_indicator
 
 __all__ = ["forest_node_indicator", "TreeEmbedding", "n_components_for"]
 
@@ -55,11 +56,10 @@ def _single_blas_thread():
 
 def forest_node_indicator(trees, X):
     """CSR ``(n_rows, total nodes)`` 0/1 indicator of the nodes each row of ``X`` goes through, the trees' node
-    blocks side by side in the order of ``trees`` (kernel trees exposing ``decision_path``)."""
-    blocks = [t.decision_path(X) for t in trees]
-    M = sp.hstack(blocks, format="csr", dtype=np.float64)
-    M.sort_indices()
-    return M
+    blocks side by side in the order of ``trees``, row indices sorted: the compiled flat-forest traversal of
+    :func:`forestbench.tree.indicator.forest_node_indicator` (the same matrix as the trees' ``decision_path``
+    blocks stacked, 2-4x faster on yeast's embedding forests)."""
+    return _tree_node_indicator(trees, X)
 
 
 def n_components_for(fraction, n_rows, n_nodes):
