@@ -14,12 +14,7 @@ order (``A``'s rows are sorted). For ``A == B`` (``symmetric``) the products for
 same numbers added in the same order, so only ``j <= i`` is accumulated and the result is mirrored: bit for bit
 what the full product gives, for half the work.
 """
-import numpy as np
-cimport numpy as cnp
-
 from forestbench.tree._utils cimport intp_t, int32_t, float64_t
-
-cnp.import_array()
 
 
 def add_indicator_cross_products(float64_t[:, ::1] out,

@@ -43,7 +43,7 @@ cdef enum:
     SWEEP_MAX_OUTPUTS = 1024   # the fused multi-output sweep keeps its sums in two local arrays of this size (16 KB)
 
 from forestbench.tree._utils cimport (rand_int, rand_uniform, seed_state, beats, same_value, midpoint_threshold,
-                                     next_position, add_rows, subtract_rows)
+                                      next_position, add_rows, subtract_rows)
 from forestbench.tree._criterion cimport DenseCriterion
 from forestbench.tree._partitioner cimport DensePartitioner, SparsePartitioner
 
