@@ -96,6 +96,41 @@ def test_add_archives_exact_bytes_and_is_idempotent(setup):
     assert before == {p: p.read_bytes() for p in (tmp / "archive").rglob("*") if p.is_file()}
 
 
+def test_chunks_of_a_split_not_fitted_yet_are_kept_in_git_until_its_record_is(setup):
+    """A tuned run cut off mid-way (end of a sitting, a lost machine) keeps the chunks it finished: their files go
+    under pending/, which git tracks, and come back under their results/ name; once the split's run record is
+    archived, the copy moves to the git-ignored name and the pending one is pruned."""
+    tmp, configfile, plan, results, files = setup
+    record = files["record-st-1"]
+    saved = record.read_bytes()
+    record.unlink()                                         # repeat 1 of st: tuned, selected, not fitted yet
+    out = archive.add(results, tmp / "archive", plan)
+    tuning = tmp / "archive/tiny/tuning/linnerud/st"
+    assert sorted(p.relative_to(tuning).as_posix() for p in tuning.rglob("chunk-*")) == [
+        "repeat-0/chunk-0.json.gz", "repeat-0/chunk-1.json.gz",
+        "repeat-1/pending/chunk-0.json.gz", "repeat-1/pending/chunk-1.json.gz"]
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "archive/tiny/tuning/linnerud/st/repeat-0/chunk-0.json.gz",
+         "archive/tiny/tuning/linnerud/st/repeat-1/pending/chunk-0.json.gz"],
+        cwd=REPO, capture_output=True, text=True).stdout.split()
+    assert ignored == ["archive/tiny/tuning/linnerud/st/repeat-0/chunk-0.json.gz"]   # the repository's .gitignore
+    assert out.pruned == 0
+
+    # a fresh machine: the pending chunks are restored under their results/ names, byte for byte
+    chunk = results / "tuning/tiny/linnerud/st/repeat-1/chunk-1.json"
+    chunk_bytes = chunk.read_bytes()
+    shutil.rmtree(results)
+    fake_data(tmp)
+    archive.restore(tmp / "archive", results, plan, data=tmp / "data")
+    assert chunk.read_bytes() == chunk_bytes and not (results / "tuning/tiny/linnerud/st/repeat-1/pending").exists()
+
+    # the split's fit finishes: its chunks join the others and the pending copies go
+    write_json(record, json.loads(saved))
+    out = archive.add(results, tmp / "archive", plan)
+    assert out.pruned == 2 and not list((tuning / "repeat-1/pending").glob("*"))
+    assert archive.read_archived(tuning / "repeat-1/chunk-1.json.gz") == chunk_bytes
+
+
 def test_add_refuses_unfinished_invalid_and_foreign_records(setup, capsys):
     tmp, configfile, plan, results, files = setup
     files["record-rf-0"].write_text('{"experiment": "tiny", "scor')                     # cut off

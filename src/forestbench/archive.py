@@ -7,7 +7,8 @@ produced, never the prepared data::
     archive/<experiment>/experiment.json                       the configuration the files were produced under
     archive/<experiment>/runs/<dataset>/<variant>/repeat-<r>.json.gz
     archive/<experiment>/tuning/<dataset>/<variant>/budget.json.gz, candidates/<key>.json.gz (only those no
-                                 finished chunk holds), repeat-<r>/chunk-<c>.json.gz, repeat-<r>/selected.json.gz
+                                 finished chunk holds), repeat-<r>/chunk-<c>.json.gz, repeat-<r>/selected.json.gz,
+                                 repeat-<r>/pending/chunk-<c>.json.gz (the chunks of a split not fitted yet)
     archive/<experiment>/imported/scores.csv, SOURCE.md        a scores table kept without its run records
 
 Every archived file is the exact bytes of its ``results/`` counterpart, gzip-compressed without a time stamp (the
@@ -42,6 +43,7 @@ from forestbench.errors import ConfigError, DataError
 ARCHIVE = Path("archive")
 SNAPSHOT = "experiment.json"
 IMPORTED = "imported"
+PENDING = "pending"      # archive/<E>/tuning/<d>/<v>/repeat-<r>/pending/: chunk files of splits not fitted yet
 TABLE_START = "<!-- archive-table:start -->"
 TABLE_END = "<!-- archive-table:end -->"
 # experiment keys that change how results are shown, not which results are produced (max_repeats only says how many
@@ -83,9 +85,21 @@ def _archived_name(rel: str) -> str:
     return f"{experiment}/{top}/{rest}.gz"
 
 
+def _pending_name(rel: str) -> str:
+    """``tuning/<E>/d/v/repeat-0/chunk-3.json`` -> ``<E>/tuning/d/v/repeat-0/pending/chunk-3.json.gz``: where the
+    chunk file of a split whose run record is not finished yet is archived. The finished splits' chunk files stay
+    out of git (``.gitignore``, archive/README.md); these are kept, so that a tuned run cut off by the end of a
+    sitting or a machine resumes from every chunk it finished."""
+    head, name = _archived_name(rel).rsplit("/", 1)
+    return f"{head}/{PENDING}/{name}"
+
+
 def _results_name(archived_rel: str) -> str:
     experiment, top, rest = archived_rel.split("/", 2)
-    return f"{top}/{experiment}/{rest.removesuffix('.gz')}"
+    parts = rest.split("/")
+    if top == "tuning" and len(parts) == 5 and parts[3] == PENDING:     # d/v/repeat-r/pending/chunk-c.json.gz
+        del parts[3]
+    return f"{top}/{experiment}/{'/'.join(parts).removesuffix('.gz')}"
 
 
 def _kind_of(rel: str) -> str:
@@ -211,13 +225,15 @@ class Outcome:
     kept: list[str] = field(default_factory=list)       # present with other content, left as it is
     refused: list[str] = field(default_factory=list)    # messages
     covered: int = 0                                    # candidates a finished chunk file already holds
+    pruned: int = 0                                     # pending chunk files whose split has its run record now
     skipped: list[str] = field(default_factory=list)    # experiments the configuration does not have
     incomplete: list[str] = field(default_factory=list)  # restored records whose tuning inputs are missing
 
     def line(self, verb: str) -> str:
+        extra = (f", {self.covered} tuning candidate(s) left to their chunk files, {self.pruned} pending chunk "
+                 f"file(s) pruned (their runs are finished), {len(self.refused)} refused")
         return (f"{len(self.written)} file(s) {verb}, {self.unchanged} already there, {len(self.kept)} kept "
-                "(different content present)" + (f", {self.covered} tuning candidate(s) left to their chunk "
-                                                 f"files, {len(self.refused)} refused" if verb == "archived" else ""))
+                "(different content present)" + (extra if verb == "archived" else ""))
 
 
 def _results_files(results: Path, experiment: str) -> list[tuple[str, str]]:
@@ -291,6 +307,9 @@ def add(results: Path, archive: Path, plan, experiments: list[str] | None = None
         if not snap_path.exists():
             write_text(snap_path, snap)
         in_chunks = _chunk_results(results, files)
+        # splits (dataset, variant, repeat-r) whose run record is finished: their chunk files are left out of git
+        fitted = {(*rel.split("/")[2:4], rel.split("/")[4].removesuffix(".json")) for kind, rel in files
+                  if kind == "record"}
         for kind, rel in files:
             data = (results / rel).read_bytes()
             try:
@@ -302,15 +321,23 @@ def add(results: Path, archive: Path, plan, experiments: list[str] | None = None
                 outcome.covered += 1
                 continue
             target = archive / _archived_name(rel)
+            pending = archive / _pending_name(rel) if kind == "chunk" else None
+            if pending is not None and tuple(rel.split("/")[2:5]) not in fitted:
+                target = pending
             if target.exists():
                 if read_archived(target) == data:
                     outcome.unchanged += 1
-                    continue
-                if not replace:
+                elif not replace:
                     outcome.kept.append(str(target))
-                    continue
-            _write_bytes(target, _compress(data))
-            outcome.written.append(str(target))
+                else:
+                    _write_bytes(target, _compress(data))
+                    outcome.written.append(str(target))
+            else:
+                _write_bytes(target, _compress(data))
+                outcome.written.append(str(target))
+            if pending is not None and target != pending and pending.exists() and read_archived(target) == data:
+                pending.unlink()                 # the finished split's copy (left out of git) replaces it
+                outcome.pruned += 1
     return outcome
 
 
