@@ -92,3 +92,26 @@ def test_plan_chunk_zero_is_a_clear_error(capsys):
     """Before: a ValueError traceback."""
     with pytest.raises(ConfigError, match="--chunk must be >= 1"):
         make_plan(Plan(_config(), source="t", schema_dir=SCHEMAS), chunk=0)
+
+
+# ---------------------------------------------------------------- tuning grids checked value by value
+def test_a_bad_value_anywhere_in_a_tuning_grid_is_refused_before_any_job(monkeypatch):
+    """The DAG-time check builds one candidate per new grid value, not one per grid point: every value of every
+    axis is still validated (the bad one here is the last value of its axis)."""
+    from forestbench.workflow import methods
+
+    config = _config()
+    config["experiments"]["b"]["methods"][0]["tune"] = {
+        "grid": {"max_depth": [2, 3, 4, 5], "min_samples_leaf": [1, 2, 3, 0]}, "validation": {"holdout": 0.25},
+        "metric": "macro_r2"}
+    with pytest.raises(ConfigError, match=r"experiment b, variant et: .*min_samples_leaf"):
+        Plan(config, source="my.yaml", schema_dir=SCHEMAS)
+
+    config["experiments"]["b"]["methods"][0]["tune"]["grid"]["min_samples_leaf"][-1] = 4
+    calls = []
+    real = methods.MethodSpec.check_params
+    monkeypatch.setattr(methods.MethodSpec, "check_params", lambda self, p: calls.append(p) or real(self, p))
+    Plan(config, source="my.yaml", schema_dir=SCHEMAS)
+    tuned = [p for p in calls if "max_depth" in p]
+    assert len(tuned) == 7                                # 4 + 4 values, the first point covering two of them
+    assert {p["max_depth"] for p in tuned} == {2, 3, 4, 5} and {p["min_samples_leaf"] for p in tuned} == {1, 2, 3, 4}

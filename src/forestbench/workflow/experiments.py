@@ -193,7 +193,10 @@ class Plan:
         """Refuse, before any job runs, a variant whose parameters (or tuning candidates) its estimator would
         refuse: unknown names, values outside the estimator's parameter constraints, a k-fold larger than the
         training part. Imports the estimators of the planned variants."""
-        checked = set()  # (method, parameters) already accepted: many variants share their candidates
+        # A grid's candidates are checked value by value: a candidate is built and validated only when one of its
+        # values is new for this method and fixed parameters (scikit-learn's parameter constraints hold for each
+        # parameter alone), so a 490-point grid costs about as many checks as it has values, not 490.
+        checked = set()  # (method, fixed parameters, name, value) already accepted: variants share candidates
         for name, exp in self.experiments.items():
             for v in exp.runnable_variants:
                 spec = get_method(v.method)
@@ -202,10 +205,13 @@ class Plan:
                 try:
                     for cand in candidates:
                         params = {**run_params, **cand}
-                        key = (v.method, json.dumps(params, sort_keys=True, default=repr))
-                        if key not in checked:
+                        fixed = json.dumps({k: val for k, val in run_params.items() if k not in cand},
+                                           sort_keys=True, default=repr)
+                        keys = {(v.method, fixed, k, json.dumps(val, sort_keys=True, default=repr))
+                                for k, val in params.items()} or {(v.method, fixed)}
+                        if not keys <= checked:
                             spec.check_params(params)
-                            checked.add(key)
+                            checked |= keys
                     if v.tune and v.tune["budget"]:
                         ref = v.tune["budget"]["reference"]
                         if is_planned(ref["method"]) and not is_planned(v.method):
