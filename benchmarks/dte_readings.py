@@ -1,0 +1,79 @@
+"""Readings of the DTE paper's multi-label measures for archived runs (config/README.md, "Deep tree-ensembles"):
+each archived run of ``dte_tables_5_9`` on one dataset is refitted from its record's specification (method,
+parameters, seed) on its split, and its test outputs are scored twice: on the scores, as the workflow does, and on
+the outputs thresholded at 0.5 with ties counted as errors, the reading the paper's competitor cells suggest.
+The refit's score-based ranking loss must equal the archived one (checked), so both readings are of the same model.
+
+Usage (the prepared data and splits from ``snakemake --until split`` with the same configuration):
+    python benchmarks/dte_readings.py --dataset flags --data data [--archive archive] [--variants ml_knn mlp ...]
+Prints one line per variant: means over the folds of each reading.
+"""
+import argparse
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import average_precision_score, hamming_loss, label_ranking_loss, roc_auc_score
+
+from forestbench.workflow.methods import get_method
+from forestbench.workflow.runner import _rows, load_dataset, load_split
+
+
+def ranking_loss_ties(Y, S):
+    """Ranking loss where a (relevant, irrelevant) pair with equal outputs counts as an error (rows with no
+    relevant or no irrelevant label are left out)."""
+    losses = [np.mean(s[y == 1][:, None] <= s[y == 0][None, :]) for y, s in zip(Y, S) if 0 < y.sum() < len(y)]
+    return float(np.mean(losses))
+
+
+def one_error(Y, S, ties_are_errors=False):
+    errors = []
+    for y, s in zip(Y, S):
+        top = np.flatnonzero(s == s.max())
+        errors.append(float((ties_are_errors and len(top) > 1) or y[top[0]] == 0))
+    return float(np.mean(errors))
+
+
+def readings(Y, S):
+    H = (S >= 0.5).astype(float)
+    return {"ranking_loss": label_ranking_loss(Y, S), "ranking_loss_thresholded": ranking_loss_ties(Y, H),
+            "hamming_loss": hamming_loss(Y, H),
+            "micro_average_precision": average_precision_score(Y.ravel(), S.ravel()),
+            "micro_average_precision_thresholded": average_precision_score(Y.ravel(), H.ravel()),
+            "micro_auc": roc_auc_score(Y.ravel(), S.ravel()),
+            "micro_auc_thresholded": roc_auc_score(Y.ravel(), H.ravel()),
+            "one_error": one_error(Y, S), "one_error_thresholded": one_error(Y, H, ties_are_errors=True)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--data", type=Path, default=Path("data"))
+    ap.add_argument("--archive", type=Path, default=Path("archive"))
+    ap.add_argument("--experiment", default="dte_tables_5_9")
+    ap.add_argument("--variants", nargs="*")
+    args = ap.parse_args(argv)
+    runs = args.archive / args.experiment / "runs" / args.dataset
+    ds = load_dataset(args.data / "prepared" / f"{args.dataset}.npz")
+    Y = np.asarray(ds.Y.toarray() if hasattr(ds.Y, "toarray") else ds.Y, dtype=float)
+    for variant in args.variants or sorted(p.name for p in runs.iterdir()):
+        folds = []
+        for path in sorted((runs / variant).glob("repeat-*.json.gz")):
+            record = json.loads(gzip.decompress(path.read_bytes()))
+            spec = record["spec"]
+            train, test, _ = load_split(args.data / "splits" / args.dataset / f"{spec['protocol']}.npz",
+                                        int(spec["repeat"]))
+            model = get_method(spec["method"]).build(dict(spec["params"]), spec["seed"], ds.task)
+            model.fit(_rows(ds.X, train), Y[train])
+            scores = readings(Y[test], np.asarray(model.predict(_rows(ds.X, test)), dtype=float))
+            if not np.isclose(scores["ranking_loss"], record["scores"]["ranking_loss"]):
+                raise SystemExit(f"{path}: the refit's ranking loss {scores['ranking_loss']} is not the archived "
+                                 f"{record['scores']['ranking_loss']}: not the archived model")
+            folds.append(scores)
+        means = {k: round(float(np.mean([f[k] for f in folds])), 3) for k in folds[0]}
+        print(variant, f"({len(folds)} folds)", json.dumps(means), flush=True)
+
+
+if __name__ == "__main__":
+    main()
