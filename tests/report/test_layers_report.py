@@ -31,3 +31,34 @@ def test_layers_report_tabulates_the_layer_count_of_every_reading(tmp_path):
     body = {tuple(c.strip() for c in line.strip("|").split("|"))[1]: [float(c) for c in line.strip("|").split("|")[2:]]
             for line in lines[start + 2:start + 4]}
     assert body == {"X_OS": [5.0, 1.0], "X_TE": [2.5, 1.0]}
+
+
+def test_runs_that_keep_every_layer_give_each_readings_test_score_beside_the_published_one(tmp_path):
+    """Staged test scores (one per kept layer) turn each reading's layer count into the test score it would
+    report: repeat 0 of X_OS selects layer 1 (train) and 3 (oob), whose test scores are 0.81 and 0.83."""
+    rows = []
+    base = {"experiment": "dte", "dataset": "yeast", "method": "deep_tree_ensemble", "variant": "X_OS",
+            "metric": "micro_auc", "higher_is_better": True, "fit_wall_s": 1.0, "fit_cpu_s": 1.0}
+    for repeat, (train, oob) in enumerate([(1, 3), (2, 4)]):
+        curve = [0.81, 0.82, 0.83, 0.84] if repeat == 0 else [0.71, 0.72, 0.73, 0.74]
+        rows.append({**base, "repeat": repeat, "seed": repeat, "value": curve[train - 1], "step": np.nan,
+                     "extra.n_layers": train, "extra.n_layers_built": 4, "extra.n_layers_train": train,
+                     "extra.n_layers_oob": oob, "extra.train_layer_1": 1.0})
+        rows += [{**base, "repeat": repeat, "seed": repeat, "value": v, "step": step}
+                 for step, v in enumerate(curve, start=1)]
+    csv = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    pd.DataFrame([{"table": "T9", "dataset": "yeast", "dataset_id": "yeast", "method": "X_OS", "method_id": "x_os",
+                   "metric": "micro_auc", "higher_is_better": "true", "value": 0.827, "std": "",
+                   "mean_layers": 8.89}]).to_csv(ref / "t9.csv", index=False)
+    cfg = {"description": "cascade", "source": "DTE", "datasets": ["yeast"], "metrics": ["micro_auc"],
+           "reports": [{"kind": "layers", "metric": "micro_auc",
+                        "published": [{"table": "t9", "methods": {"X_OS": "x_os"}}]}]}
+    build_experiment_report(csv, "dte", cfg, ref, tmp_path / "out")
+    table = pd.read_csv(next((tmp_path / "out" / "tables").glob("*_readings.csv")))
+    got = {r.reading: (r.layers, r.test_micro_auc, r.runs) for r in
+           table.rename(columns={"test micro_auc": "test_micro_auc"}).itertuples()}
+    assert got == {"oob": (3.5, 0.785, 2), "train": (1.5, 0.765, 2)}       # table rounded to 4 digits
+    assert set(table["published"]) == {0.827} and set(table["published layers"]) == {8.89}

@@ -381,11 +381,51 @@ def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
     return _line_figure(ctx, sec, slug, figures.convergence_plot, rows, metric, hue, x, bool(spec.get("logx")))
 
 
+def _reading_scores(finals: pd.DataFrame, test: pd.DataFrame, readings: list[str]) -> pd.DataFrame:
+    """Per run and reading of the pruning score: the layer count it selects (``extra.n_layers_<reading>``) and the
+    test score of that layer (the staged row of that step; runs that keep every layer have one per layer)."""
+    staged = {(d, v, int(rep), int(step)): float(value) for d, v, rep, step, value
+              in zip(test["dataset"], test["variant"], test["repeat"], test["step"], test["value"])}
+    rows = []
+    for col in readings:
+        for d, v, rep, layers in zip(finals["dataset"], finals["variant"], finals["repeat"], finals[col]):
+            if pd.isna(layers):
+                continue
+            score = staged.get((d, v, int(rep), int(layers)))
+            if score is not None:
+                rows.append({"dataset": d, "variant": v, "repeat": int(rep),
+                             "reading": col.removeprefix("extra.n_layers_"), "layers": float(layers),
+                             "test": score})
+    return pd.DataFrame(rows, columns=["dataset", "variant", "repeat", "reading", "layers", "test"])
+
+
+def _published_layers(ctx: Context, spec: dict, metric: str) -> pd.DataFrame:
+    """The published score and layer count (``mean_layers``) of each (dataset, variant) from the reference tables
+    of ``spec['published']`` (a list of {table, methods: {our variant: method_id}})."""
+    rows = []
+    for i, entry in enumerate(spec.get("published") or []):
+        if not isinstance(entry, dict) or "table" not in entry or not isinstance(entry.get("methods"), dict):
+            raise ConfigError(f"layers report: published[{i}] must be {{table: ..., methods: {{variant: "
+                              f"method_id}}}}, got {entry!r}")
+        frame, _ = reproduction.read_reference(ctx.reference_dir or Path("config/reference"), str(entry["table"]))
+        frame = frame[frame["metric"] == metric]
+        ids = {str(v): k for k, v in entry["methods"].items()}
+        for r in frame.itertuples():
+            if r.method_id in ids:
+                rows.append({"dataset": r.dataset_id, "variant": ids[r.method_id],
+                             "published": float(r.value) if r.value else float("nan"),
+                             "published layers": float(r.mean_layers) if getattr(r, "mean_layers", "") else
+                             float("nan")})
+    return pd.DataFrame(rows, columns=["dataset", "variant", "published", "published layers"])
+
+
 @report_kind("layers")
 def _layers(ctx: Context, spec: dict, slug: str) -> Section:
     """Cascade estimators (deep tree-ensembles): the training score of every built layer (``extra.train_layer_<L>``
     columns) beside the test score of every layer (staged rows of ``metric``), means over repeats, plus a table of
-    the selected layer counts (``extra.n_layers``)."""
+    the selected layer counts (``extra.n_layers``). Runs that keep every layer (staged test scores) also give, per
+    reading of the pruning score, the layers it selects and the test score there; ``published: [{table, methods}]``
+    puts the paper's score and layer count beside them."""
     metric = str(spec["metric"])
     sec = Section("layers", f"{metric} per layer: training (dashed) and test (solid) curves")
     scores = ctx.restrict(ctx.scores, spec)
@@ -418,6 +458,24 @@ def _layers(ctx: Context, spec: dict, slug: str) -> Section:
         sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
         sec.notes.append("second table: mean layer count each reading of the pruning score selects on the same "
                          "layers (train: resubstitution, oob: out-of-bag, oof: out-of-fold; config/README.md, D10)")
+        per_run = _reading_scores(finals, test, readings)
+        if not per_run.empty:
+            by = per_run.groupby(["dataset", "variant", "reading"], sort=False)
+            table = by[["layers", "test"]].mean().join(by.size().rename("runs")).reset_index()
+            table = table.rename(columns={"test": f"test {metric}"})
+            published = _published_layers(ctx, spec, metric)
+            if not published.empty:
+                table = table.merge(published, on=["dataset", "variant"], how="left")
+            table = table.round(4)
+            base = ctx.out_dir / "tables" / f"{slug}_readings"
+            sec.files.update({"readings CSV": ctx.write(base.with_suffix(".csv"), table.to_csv(index=False)),
+                              "readings Markdown": ctx.write(base.with_suffix(".md"),
+                                                             table.to_markdown(index=False))})
+            sec.html += table.to_html(index=False, escape=True)
+            sec.markdown += "\n\n" + table.to_markdown(index=False)
+            sec.notes.append(f"third table: per reading, the mean selected layer count and the mean test {metric} "
+                             "of the selected layer (runs that keep every layer)"
+                             + (", beside the published score and layer count" if not published.empty else ""))
     frame = pd.DataFrame(rows, columns=["dataset", "variant", "layer", "value", "curve"])
     return _line_figure(ctx, sec, slug, figures.layer_curves_plot, frame, metric)
 
