@@ -134,6 +134,8 @@ def test_bad_tune_blocks_are_refused_with_the_key(tune, message):
 def test_record_stages_are_log_spaced_with_the_last():
     assert tuning.record_stages(1000) == [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
     assert tuning.record_stages(37) == [1, 2, 5, 10, 20, 37]
+    assert tuning.record_stages(10) == list(range(1, 11))       # a 10-layer cascade: every layer's test score
+    assert tuning.record_stages(21) == [1, 2, 5, 10, 20, 21]
     stages = tuning.scored_stages(10_000)
     assert len(stages) <= tuning.MAX_SCORED_STAGES + 1 and stages[-1] == 10_000 and list(stages[:100]) == list(
         range(1, 101))

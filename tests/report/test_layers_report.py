@@ -46,6 +46,11 @@ def test_runs_that_keep_every_layer_give_each_readings_test_score_beside_the_pub
                      "extra.n_layers_oob": oob, "extra.train_layer_1": 1.0})
         rows += [{**base, "repeat": repeat, "seed": repeat, "value": v, "step": step}
                  for step, v in enumerate(curve, start=1)]
+    # a run whose record holds the test scores of layers 1 and 2 only: its oob layer (3) has none and is left out
+    rows.append({**base, "repeat": 2, "seed": 2, "value": 0.61, "step": np.nan, "extra.n_layers": 1,
+                 "extra.n_layers_built": 4, "extra.n_layers_train": 1, "extra.n_layers_oob": 3,
+                 "extra.train_layer_1": 1.0})
+    rows += [{**base, "repeat": 2, "seed": 2, "value": v, "step": step} for step, v in ((1, 0.61), (2, 0.62))]
     csv = tmp_path / "scores.csv"
     pd.DataFrame(rows).to_csv(csv, index=False)
     ref = tmp_path / "reference"
@@ -60,5 +65,6 @@ def test_runs_that_keep_every_layer_give_each_readings_test_score_beside_the_pub
     table = pd.read_csv(next((tmp_path / "out" / "tables").glob("*_readings.csv")))
     got = {r.reading: (r.layers, r.test_micro_auc, r.runs) for r in
            table.rename(columns={"test micro_auc": "test_micro_auc"}).itertuples()}
-    assert got == {"oob": (3.5, 0.785, 2), "train": (1.5, 0.765, 2)}       # table rounded to 4 digits
+    assert got == {"oob": (3.5, 0.785, 2), "train": (round(4 / 3, 4), round((0.81 + 0.72 + 0.61) / 3, 4), 3)}
+    assert "1 (run, reading) pair(s) left out of the third table" in (tmp_path / "out" / "report.md").read_text()
     assert set(table["published"]) == {0.827} and set(table["published layers"]) == {8.89}

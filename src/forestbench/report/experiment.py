@@ -381,22 +381,25 @@ def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
     return _line_figure(ctx, sec, slug, figures.convergence_plot, rows, metric, hue, x, bool(spec.get("logx")))
 
 
-def _reading_scores(finals: pd.DataFrame, test: pd.DataFrame, readings: list[str]) -> pd.DataFrame:
+def _reading_scores(finals: pd.DataFrame, test: pd.DataFrame, readings: list[str]) -> tuple[pd.DataFrame, int]:
     """Per run and reading of the pruning score: the layer count it selects (``extra.n_layers_<reading>``) and the
-    test score of that layer (the staged row of that step; runs that keep every layer have one per layer)."""
+    test score of that layer (the staged row of that step; runs that keep every layer have one per layer), and
+    how many (run, reading) pairs of runs with staged rows lack the score of their selected layer."""
     staged = {(d, v, int(rep), int(step)): float(value) for d, v, rep, step, value
               in zip(test["dataset"], test["variant"], test["repeat"], test["step"], test["value"])}
-    rows = []
+    with_staged = {key[:3] for key in staged}
+    rows, lacking = [], 0
     for col in readings:
         for d, v, rep, layers in zip(finals["dataset"], finals["variant"], finals["repeat"], finals[col]):
-            if pd.isna(layers):
+            if pd.isna(layers) or (d, v, int(rep)) not in with_staged:
                 continue
             score = staged.get((d, v, int(rep), int(layers)))
-            if score is not None:
-                rows.append({"dataset": d, "variant": v, "repeat": int(rep),
-                             "reading": col.removeprefix("extra.n_layers_"), "layers": float(layers),
-                             "test": score})
-    return pd.DataFrame(rows, columns=["dataset", "variant", "repeat", "reading", "layers", "test"])
+            if score is None:
+                lacking += 1
+                continue
+            rows.append({"dataset": d, "variant": v, "repeat": int(rep), "reading": col.removeprefix("extra.n_layers_"),
+                         "layers": float(layers), "test": score})
+    return pd.DataFrame(rows, columns=["dataset", "variant", "repeat", "reading", "layers", "test"]), lacking
 
 
 def _published_layers(ctx: Context, spec: dict, metric: str) -> pd.DataFrame:
@@ -458,7 +461,10 @@ def _layers(ctx: Context, spec: dict, slug: str) -> Section:
         sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
         sec.notes.append("second table: mean layer count each reading of the pruning score selects on the same "
                          "layers (train: resubstitution, oob: out-of-bag, oof: out-of-fold; config/README.md, D10)")
-        per_run = _reading_scores(finals, test, readings)
+        per_run, lacking = _reading_scores(finals, test, readings)
+        if lacking:
+            sec.notes.append(f"{lacking} (run, reading) pair(s) left out of the third table: their run records lack "
+                             "the test score of the selected layer (stages recorded before every layer was kept)")
         if not per_run.empty:
             by = per_run.groupby(["dataset", "variant", "reading"], sort=False)
             table = by[["layers", "test"]].mean().join(by.size().rename("runs")).reset_index()

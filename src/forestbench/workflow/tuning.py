@@ -170,8 +170,14 @@ def scored_stages(n_stages: int, limit: int = MAX_SCORED_STAGES) -> np.ndarray:
     return np.unique(np.concatenate([head, tail, [n_stages]]))
 
 
+EVERY_STAGE_UP_TO = 20
+
+
 def record_stages(n_stages: int) -> list[int]:
-    """Stages stored in a run record: 1, 2, 5, 10, 20, 50, ... and the last one."""
+    """Stages stored in a run record: every one of up to ``EVERY_STAGE_UP_TO`` stages (a cascade's layers, whose
+    every test score the layer readings need), else 1, 2, 5, 10, 20, 50, ... and the last one."""
+    if n_stages <= EVERY_STAGE_UP_TO:
+        return list(range(1, n_stages + 1))
     out, base = [], 1
     while base <= n_stages:
         out += [s for s in (base, 2 * base, 5 * base) if s <= n_stages]
