@@ -19,6 +19,8 @@ from forestbench.workflow.collect import collect
 from forestbench.errors import ConfigError, DataError
 from forestbench.workflow.experiments import Plan
 
+SNAPSHOT_NAME = archive.SNAPSHOT
+
 REPO = Path(__file__).resolve().parents[1]
 CHAIN = REPO / "benchmarks/results/table_6_1_chain"
 
@@ -159,13 +161,44 @@ def test_add_refuses_an_experiment_archived_under_another_configuration(setup):
     tmp, configfile, plan, results, files = setup
     archive.add(results, tmp / "archive", plan)
     other = archive._plan(write_config(tmp / "other.yaml", tiny_config(n_estimators=8)))
-    with pytest.raises(ConfigError, match="archived under another configuration"):
+    with pytest.raises(ConfigError, match="archived under another configuration.*--reconfigure"):
         archive.add(results, tmp / "archive", other)
     # what only changes how results are shown does not count
     shown = tiny_config()
     shown["experiments"]["tiny"]["description"] = "new words"
     shown["experiments"]["tiny"]["max_repeats"] = 5
     archive.add(results, tmp / "archive", archive._plan(write_config(tmp / "shown.yaml", shown)))
+
+
+def test_add_reconfigure_keeps_the_runs_the_new_configuration_still_gives(setup, capsys):
+    """A method's parameters change (rf: 4 -> 8 trees): its archived runs go, the tuned variant's runs and tuning
+    files stay, the snapshot is the new configuration's, and the refitted rf runs are archived beside them."""
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    other_file = write_config(tmp / "other.yaml", tiny_config(n_estimators=8))
+    other = archive._plan(other_file)
+    shutil.rmtree(results / "runs/tiny/linnerud/rf")
+    assert main(["archive", "add", "--archive", str(tmp / "archive"), "--results", str(results), "--configfile",
+                 str(other_file), "--reconfigure"]) == 0
+    assert "reconfigured: 2 archived file(s) the configuration no longer gives removed" in capsys.readouterr().out
+    root = tmp / "archive/tiny"
+    assert not (root / "runs/linnerud/rf").exists() or not list((root / "runs/linnerud/rf").iterdir())
+    assert sorted(p.name for p in (root / "runs/linnerud/st").iterdir()) == ["repeat-0.json.gz", "repeat-1.json.gz"]
+    assert (root / "tuning/linnerud/st/repeat-0/selected.json.gz").exists()
+    assert (root / SNAPSHOT_NAME).read_text() == archive._snapshot_text(archive.snapshot(other, "tiny"))
+    # the refitted rf runs of the new configuration are archived beside the others
+    fake_results(results, other)
+    again = archive.add(results, tmp / "archive", other)
+    assert sum("/rf/" in p for p in again.written) == 2 and not again.refused and not again.removed
+    archive.check_current(tmp / "archive", other_file)            # the reports accept it as the new one's
+    # a changed tuned variant takes its budget, chunks and selections along, never its candidates
+    changed = tiny_config(n_estimators=8)
+    changed["experiments"]["tiny"]["methods"][1]["params"]["n_estimators"] = 30
+    out = archive.add(results, tmp / "archive", archive._plan(write_config(tmp / "changed.yaml", changed)),
+                      reconfigure_changed=True)
+    assert {Path(p).name for p in out.removed} == {"repeat-0.json.gz", "repeat-1.json.gz", "chunk-0.json.gz",
+                                                   "chunk-1.json.gz", "selected.json.gz"}
+    assert not list(root.glob("runs/linnerud/st/*")) and list(root.glob("tuning/linnerud/st/candidates/*"))
 
 
 def fake_data(root: Path, age_s: float = 60) -> list[Path]:

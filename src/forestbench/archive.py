@@ -227,6 +227,7 @@ class Outcome:
     covered: int = 0                                    # candidates a finished chunk file already holds
     pruned: int = 0                                     # pending chunk files whose split has its run record now
     skipped: list[str] = field(default_factory=list)    # experiments the configuration does not have
+    removed: list[str] = field(default_factory=list)    # archived files a reconfiguration made stale
     incomplete: list[str] = field(default_factory=list)  # restored records whose tuning inputs are missing
 
     def line(self, verb: str) -> str:
@@ -282,9 +283,37 @@ def _chunk_results(results: Path, files: list[tuple[str, str]]) -> dict[tuple[st
     return out
 
 
-def add(results: Path, archive: Path, plan, experiments: list[str] | None = None, replace: bool = False) -> Outcome:
+def reconfigure(archive: Path, plan, experiment: str) -> list[str]:
+    """Make ``experiment``'s archive that of the configuration's new run-defining part: remove the archived records
+    whose specification the configuration no longer gives, with the budgets, chunks and selections of their
+    (dataset, variant) (the tuning candidates are kept: their names hash everything that makes their scores), and
+    write the new ``experiment.json``. The records the configuration still gives stay (a changed method leaves the
+    other methods' runs valid). Returns the removed files; git keeps them."""
+    archive = Path(archive)
+    root = archive / experiment
+    removed, stale_pairs = [], set()
+    for arch in sorted((root / "runs").glob("*/*/repeat-*.json.gz")):
+        _, _, dataset, variant, name = _results_name(arch.relative_to(archive).as_posix()).split("/")
+        doc = _load_json(read_archived(arch), str(arch))
+        spec = _job_spec(plan, experiment, dataset, variant, int(name.removeprefix("repeat-").removesuffix(".json")))
+        if spec is None or _spec_difference(doc.get("spec", {}), spec):
+            stale_pairs.add((dataset, variant))
+            arch.unlink()
+            removed.append(str(arch))
+    for arch in sorted((root / "tuning").glob("*/*/**/*.json.gz")):
+        dataset, variant = arch.relative_to(root / "tuning").parts[:2]
+        if (dataset, variant) in stale_pairs and "candidates" not in arch.parts:
+            arch.unlink()
+            removed.append(str(arch))
+    write_text(root / SNAPSHOT, _snapshot_text(snapshot(plan, experiment)))
+    return removed
+
+
+def add(results: Path, archive: Path, plan, experiments: list[str] | None = None, replace: bool = False,
+        reconfigure_changed: bool = False) -> Outcome:
     """Copy every finished file of ``experiments`` (default: every experiment of the configuration with files under
-    ``results``) into ``archive``; see the module docstring."""
+    ``results``) into ``archive``; see the module docstring. With ``reconfigure_changed``, an experiment archived
+    under another run-defining configuration is first made that of the current one (:func:`reconfigure`)."""
     results, archive = Path(results), Path(archive)
     names = experiments or [e for e in results_experiments(results) if e in plan.experiments]
     unknown = [e for e in names if e not in plan.experiments]
@@ -300,10 +329,13 @@ def add(results: Path, archive: Path, plan, experiments: list[str] | None = None
         snap_path = archive / experiment / SNAPSHOT
         snap = _snapshot_text(snapshot(plan, experiment))
         if snap_path.exists() and snap_path.read_text(encoding="utf-8") != snap:
-            raise ConfigError(
-                f"{snap_path}: {experiment} was archived under another configuration than {plan.source} (methods, "
-                f"datasets, protocol, seed or dataset entry differ); archive with the configuration it was run with, "
-                f"or remove {archive / experiment} to archive the new one")
+            if not reconfigure_changed:
+                raise ConfigError(
+                    f"{snap_path}: {experiment} was archived under another configuration than {plan.source} "
+                    f"(methods, datasets, protocol, seed or dataset entry differ); archive with the configuration it "
+                    f"was run with, or add --reconfigure to drop the archived runs the configuration no longer "
+                    f"gives (git keeps them) and archive the new ones beside the others")
+            outcome.removed += reconfigure(archive, plan, experiment)
         if not snap_path.exists():
             write_text(snap_path, snap)
         in_chunks = _chunk_results(results, files)
@@ -744,8 +776,8 @@ def check_current(archive: Path, configfile: Path, experiments: list[str] | None
     if stale:
         raise ConfigError(f"{', '.join(stale)}: archived under another configuration than {configfile} (methods, "
                           "datasets or protocol changed since): these results are not the configuration's. Give the "
-                          "--configfile they were run with, or rerun the experiment and archive it anew (remove its "
-                          "archive folder first; git keeps the old results)")
+                          "--configfile they were run with, or rerun what the change affects and archive it with "
+                          "`archive add --reconfigure` (git keeps the old results)")
 
 
 def _experiments_cfg(configfile: Path) -> dict:
@@ -755,8 +787,12 @@ def _experiments_cfg(configfile: Path) -> dict:
 
 
 def _add(args) -> int:
-    outcome = add(args.results, args.archive, _plan(args.configfile), args.experiments, replace=args.replace)
+    outcome = add(args.results, args.archive, _plan(args.configfile), args.experiments, replace=args.replace,
+                  reconfigure_changed=args.reconfigure)
     print(f"archive add: {outcome.line('archived')} -> {args.archive}")
+    if outcome.removed:
+        print(f"  reconfigured: {len(outcome.removed)} archived file(s) the configuration no longer gives removed "
+              f"(git keeps them), e.g. {outcome.removed[0]}")
     if outcome.skipped:
         print(f"  not archived, not experiments of {args.configfile}: {', '.join(outcome.skipped)}")
     for path in outcome.kept:
@@ -839,6 +875,9 @@ def register(subparsers) -> None:
     p.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: results)")
     p.add_argument("--replace", action="store_true",
                    help="overwrite an archived file whose results/ counterpart differs (a refitted run)")
+    p.add_argument("--reconfigure", action="store_true",
+                   help="an experiment archived under another configuration: remove its archived runs that the "
+                        "configuration no longer gives (and their tuning files), keep the others, then archive")
     p.set_defaults(func=_add)
 
     p = sub.add_parser("restore", help="put archived files back under results/ so that snakemake fits only what "
