@@ -29,7 +29,8 @@ def test_compare_statuses_and_std_units(scores_csv):
     counts = rep.counts()
     assert counts == {"cells": 96, "run": 22, "within_tolerance": 21, "out_of_tolerance": 1, "not_run": 74,
                       "no_published_std": 0, "no_published_value": 0, "undefined": 0, "judged": 22,
-                      "judged_with_std": 22, "within_2_std": 21, "comparison_only": 0, "reduced_protocol": 0}
+                      "judged_with_std": 22, "within_2_std": 21, "comparison_only": 0, "reduced_protocol": 0,
+                      "partial": 0}
     md = rep.to_markdown()
     assert "OUT OF TOLERANCE" in md and "- medical / rf-gaussian-q1" in md and "Cells not yet run (74)" in md
 
@@ -74,6 +75,19 @@ def test_dataset_mapping_and_mean_rows():
     assert any("'mean'" in n for n in rep.notes)
     row = frame[frame["dataset"] == "wq"].iloc[0]
     assert row["dataset_id"] == "water_quality" and row["status"] == reproduction.STATUS_OK
+
+
+def test_a_cell_with_fewer_repeats_than_the_others_is_shown_unjudged():
+    """A row still running (sf1 at 2 of 10 folds) is not judged against the published 10-fold mean."""
+    summary = pd.DataFrame({"dataset": ["andro", "sf1"], "variant": ["xte", "xte"], "mean": [0.931, 2.0],
+                            "std": [0.1, 0.1], "n": [10, 2]})
+    cfg = {"table": "dte_table_4", "metric": "arrmse", "methods": {"xte": "x_te"}, "tolerance_rel": 0.1}
+    rep = reproduction.compare(summary, cfg, REFERENCE_DIR, "dte4", datasets=["andro", "sf1"])
+    status = rep.frame.set_index("dataset")["status"]
+    assert status["andro"] == reproduction.STATUS_OK and status["sf1"] == reproduction.STATUS_PARTIAL
+    counts = rep.counts()
+    assert (counts["run"], counts["judged"], counts["out_of_tolerance"], counts["partial"]) == (2, 1, 0, 1)
+    assert any("sf1 / xte (2 of 10)" in note for note in rep.notes)
 
 
 @pytest.mark.parametrize("cfg,match", [

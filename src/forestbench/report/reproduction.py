@@ -23,7 +23,7 @@ from forestbench.errors import ConfigError
 from forestbench.report.reference_tables import (KIND_COLUMNS, PROTOCOLS, _entry, _mapping, check_reference,
                                                  check_references, entry_protocol, load_reference, read_reference)
 from forestbench.report.teaching import compare_grid
-from forestbench.report.verdicts import (COLUMNS, STATUS_COMPARISON, STATUS_DISAGREE, STATUS_NO_STD,
+from forestbench.report.verdicts import (COLUMNS, STATUS_COMPARISON, STATUS_DISAGREE, STATUS_NO_STD, STATUS_PARTIAL,
                                          STATUS_NO_VALUE, STATUS_NOT_RUN, STATUS_OK, STATUS_OUT, STATUS_UNDEFINED,
                                          Protocol, Reproduction, StatComparison)
 
@@ -84,6 +84,10 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
     for variant, method_id in methods.items():
         method_to_variant.setdefault(str(method_id), []).append(str(variant))
     ours = summary.set_index(["dataset", "variant"]) if not summary.empty else None
+    # the repeats a complete cell has: the most any cell of this measure has (a cell with fewer is a run under way,
+    # whose mean is not that of the published protocol's splits)
+    full = int(summary["n"].max()) if not summary.empty and "n" in summary.columns else 0
+    partial = []
     rows = []
     for r in ref.itertuples(index=False):
         if r.method_id not in method_to_variant:
@@ -103,6 +107,9 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
             diff_rel = diff / abs(paper_value) if not pd.isna(diff) and paper_value != 0 else np.nan
             if pd.isna(mean):
                 status = STATUS_UNDEFINED if n_undefined else STATUS_NOT_RUN
+            elif n + n_undefined < full:
+                status = STATUS_PARTIAL
+                partial.append(f"{dataset} / {variant} ({n + n_undefined} of {full})")
             elif pd.isna(paper_value):
                 status = STATUS_NO_VALUE
             elif not pd.isna(diff_std):
@@ -122,6 +129,9 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
                          "difference": diff, "difference_relative": diff_rel, "difference_in_std": diff_std,
                          "status": status, "reference_note": r.note if "note" in ref.columns else ""})
     frame = pd.DataFrame(rows, columns=COLUMNS)
+    if partial:
+        notes.append(f"{len(partial)} cell(s) have fewer repeats than the others and are shown unjudged: "
+                     + _short_list(partial))
     if (frame["paper_std"].isna() & frame["ours_mean"].notna() & frame["paper_value"].notna()).any():
         notes.append("the paper prints no std for some cells: their difference is given in raw units and "
                      "relative to the published value, unjudged"

@@ -24,6 +24,8 @@ STATUS_UNDEFINED = "undefined"
 STATUS_NO_STD = "no published std"
 STATUS_NO_VALUE = "no published value"
 STATUS_COMPARISON = "comparison only"
+# a cell with fewer repeats than the experiment's other cells (a run still under way): shown, not judged
+STATUS_PARTIAL = "partial, unjudged"
 # statuses a cell computed under the published protocol can get, which a reduced protocol turns into a comparison
 JUDGED = (STATUS_OK, STATUS_OUT, STATUS_DISAGREE, STATUS_NO_STD)
 # the judged cells' second share, stated beside the configured tolerance rule (in published std)
@@ -114,6 +116,7 @@ class Reproduction:
                 "within_2_std": int((with_std & (dstd.abs() <= WIDE_STD)).sum()),
                 "comparison_only": int(c.get(STATUS_COMPARISON, 0)),
                 "not_run": int(c.get(STATUS_NOT_RUN, 0)), "no_published_std": int(c.get(STATUS_NO_STD, 0)),
+                "partial": int(c.get(STATUS_PARTIAL, 0)),
                 "no_published_value": int(c.get(STATUS_NO_VALUE, 0)),
                 "reduced_protocol": int(self.protocol.reduced)}
 
