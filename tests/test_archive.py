@@ -201,6 +201,24 @@ def test_add_reconfigure_keeps_the_runs_the_new_configuration_still_gives(setup,
     assert not list(root.glob("runs/linnerud/st/*")) and list(root.glob("tuning/linnerud/st/candidates/*"))
 
 
+def test_add_reconfigure_of_a_named_experiment_needs_no_new_result(setup):
+    """A configuration is switched before anything of it has run: `add --reconfigure --experiments tiny` with an
+    empty results folder drops the runs the new configuration no longer gives and writes its snapshot, so that the
+    repository's archive matches the configuration from the commit of the switch on."""
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    other = archive._plan(write_config(tmp / "other.yaml", tiny_config(n_estimators=8)))
+    empty = tmp / "empty_results"
+    empty.mkdir()
+    assert not archive.add(empty, tmp / "archive", other).removed        # unnamed: nothing to do, nothing touched
+    out = archive.add(empty, tmp / "archive", other, ["tiny"], reconfigure_changed=True)
+    assert sorted(Path(p).name for p in out.removed) == ["repeat-0.json.gz", "repeat-1.json.gz"]
+    assert not out.written
+    root = tmp / "archive/tiny"
+    assert (root / SNAPSHOT_NAME).read_text() == archive._snapshot_text(archive.snapshot(other, "tiny"))
+    assert sorted(p.name for p in (root / "runs/linnerud/st").iterdir()) == ["repeat-0.json.gz", "repeat-1.json.gz"]
+
+
 def fake_data(root: Path, age_s: float = 60) -> list[Path]:
     paths = [root / "data/prepared/linnerud.npz", root / "data/splits/linnerud/demo.npz",
              root / "data/splits/linnerud/demo.json"]

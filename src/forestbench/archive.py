@@ -324,11 +324,12 @@ def add(results: Path, archive: Path, plan, experiments: list[str] | None = None
         outcome.skipped = [e for e in results_experiments(results) if e not in plan.experiments]
     for experiment in names:
         files = _results_files(results, experiment)
-        if not files:
-            continue
         snap_path = archive / experiment / SNAPSHOT
         snap = _snapshot_text(snapshot(plan, experiment))
-        if snap_path.exists() and snap_path.read_text(encoding="utf-8") != snap:
+        changed = snap_path.exists() and snap_path.read_text(encoding="utf-8") != snap
+        if not files and not (changed and reconfigure_changed and experiments):
+            continue   # nothing to archive (a named experiment is still reconfigured: the switch precedes its refits)
+        if changed:
             if not reconfigure_changed:
                 raise ConfigError(
                     f"{snap_path}: {experiment} was archived under another configuration than {plan.source} "

@@ -120,7 +120,7 @@ def test_output_space_features_of_training_rows_are_out_of_fold():
 def test_pruning_selects_the_best_stored_training_layer_and_predict_replays_it(multilabel):
     X, Y = multilabel
     dte = DeepTreeEnsemble("X_TE", n_estimators=6, max_layers=4, pca_fractions=[0.2], random_state=5,
-                           keep_all_layers=True).fit(X, Y)
+                           keep_all_layers=True, pruning_score="train").fit(X, Y)
     assert dte.n_layers_built_ == 4 and dte.layer_scores_.shape == (4,)
     assert dte.n_layers_ == int(np.argmax(dte.layer_scores_)) + 1
     # the stored training score of every layer is that of replaying the training rows through the cascade
@@ -147,7 +147,7 @@ def test_pruned_model_keeps_only_the_selected_layers_and_predicts_the_same(multi
 def test_regression_prunes_on_training_arrmse(regression):
     X, Y = regression
     dte = DeepTreeEnsemble("X_OS_TE", n_estimators=5, max_layers=3, pca_fractions=[0.1], os_folds=3,
-                           random_state=2).fit(X, Y)
+                           pruning_score="train", random_state=2).fit(X, Y)
     assert dte.task_ == "regression" and dte.layer_metric_ == "arrmse"
     assert dte.n_layers_ == int(np.argmin(dte.layer_scores_)) + 1
     P = dte.predict(X)
@@ -237,9 +237,10 @@ def test_oob_pruning_scores_rows_with_trees_that_never_saw_them():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(80, 4))
     Y = (rng.random((80, 3)) < 0.4).astype(float)   # noise: out-of-bag micro-AUC is near chance
-    train = DeepTreeEnsemble("X_TE", n_estimators=15, max_layers=2, pca_fractions=[0.2], random_state=0).fit(X, Y)
-    oob = DeepTreeEnsemble("X_TE", n_estimators=15, max_layers=2, pca_fractions=[0.2], pruning_score="oob",
-                           random_state=0).fit(X, Y)
+    train = DeepTreeEnsemble("X_TE", n_estimators=15, max_layers=2, pca_fractions=[0.2], pruning_score="train",
+                             random_state=0).fit(X, Y)
+    oob = DeepTreeEnsemble("X_TE", n_estimators=15, max_layers=2, pca_fractions=[0.2], random_state=0).fit(X, Y)
+    assert oob.pruning_score == "oob"   # the default: the reading of record (config/README.md, D10)
     assert np.all(train.layer_scores_ > 0.99)
     assert np.all(oob.layer_scores_ < 0.7)
     assert oob.n_layers_ == int(np.argmax(oob.layer_scores_)) + 1
@@ -325,7 +326,7 @@ def test_oof_reading_scores_out_of_fold_predictions_and_builds_the_same_layers(v
     X = rng.normal(size=(80, 4))
     Y = (rng.random((80, 3)) < 0.4).astype(float)   # noise: out-of-fold micro-AUC is near chance
     kw = dict(n_estimators=6, max_layers=3, pca_fractions=[0.2], os_folds=3, keep_all_layers=True, random_state=0)
-    train = DeepTreeEnsemble(variant, **kw).fit(X, Y)
+    train = DeepTreeEnsemble(variant, pruning_score="train", **kw).fit(X, Y)
     oof = DeepTreeEnsemble(variant, pruning_score="oof", **kw).fit(X, Y)
     assert np.all(train.layer_scores_ > 0.99) and np.all(oof.layer_scores_ < 0.7)
     assert oof.n_layers_ == int(np.argmax(oof.layer_scores_)) + 1

@@ -220,8 +220,9 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
     task : {"auto", "multilabel", "regression"}, default "auto"
         "auto" treats 0/1 targets as multi-label and anything else as regression. The workflow sets it from the
         dataset's task (the registry's ``task_params``).
-    pruning_score : {"train", "oob", "oof"}, default "train"
-        Which reading of "the layer with the best performance on the training dataset" selects the layer (D10):
+    pruning_score : {"train", "oob", "oof"}, default "oob"
+        Which reading of "the layer with the best performance on the training dataset" selects the layer (D10; "oob"
+        reproduces the paper's layer counts best, config/README.md):
         "train" scores the resubstitution predictions of its RF and ET; "oob" the out-of-bag predictions of its
         RF (fully grown forests score about 1.0 on their own training rows for multi-label data, which leaves
         "train" nothing to choose between); "oof" the out-of-fold predictions of an ``os_folds``-fold CV of an RF
@@ -280,7 +281,7 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def __init__(self, variant="X_TE", *, n_estimators=150, max_layers=10, max_features="sqrt",
                  embedding_sample=0.5, max_node_fraction=0.95, weight_offset=1.0,
                  pca_fractions=PAPER_PCA_FRACTIONS, pca_validation=5, os_folds=5, os_n_estimators=None,
-                 task="auto", keep_all_layers=False, pruning_score="train", n_jobs=None, random_state=None):
+                 task="auto", keep_all_layers=False, pruning_score="oob", n_jobs=None, random_state=None):
         self.variant = variant
         self.n_estimators = n_estimators
         self.max_layers = max_layers
