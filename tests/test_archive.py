@@ -346,6 +346,16 @@ def test_readme_table_counts_explained_misses_and_checks_headings(setup):
     experiments["tiny"]["reference"]["explained"] = [{"datset": "linnerud", "see": "Boosting"}]
     with pytest.raises(ConfigError, match="datset is not a column"):
         archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    # one published table compared twice (a variant run another way against the same cells): the second row says
+    # how its variants were run
+    experiments["tiny"]["reference"] = [
+        {"table": "ref", "metric": "macro_r2", "tolerance_std": 1, "methods": {"rf": "RF"}},
+        {"table": "ref", "metric": "macro_r2", "tolerance_std": 1, "methods": {"st": "RF"},
+         "run_protocol": "boosted  instead\n of a forest"}]
+    table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    assert "| ref | `tiny` | published scores | 4 run records | 1 | 1 | 1 | 0 | 0 |" in table
+    assert "| ref | `tiny` | published scores; run: boosted instead of a forest | 4 run records | 1 | 1 | 0 | 1 | 0 |" \
+        in table
 
 
 def test_readme_command_writes_and_checks_the_marked_table(setup, capsys):

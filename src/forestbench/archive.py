@@ -712,7 +712,11 @@ def summary_rows(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
             status = comp.frame["status"]
             out = status.isin([STATUS_OUT, STATUS_DISAGREE])
             explained = out & _explained_mask(comp, ref_cfg, where, headings)
-            rows.append(TableRow(name, comp.table, getattr(comp, "what", "published scores"), source,
+            what = getattr(comp, "what", "published scores")
+            run_protocol = " ".join(str(ref_cfg.get("run_protocol") or "").split())
+            if run_protocol:   # two entries of one table (e.g. the same cells run two ways) stay told apart
+                what += f"; run: {run_protocol}"
+            rows.append(TableRow(name, comp.table, what, source,
                                  int(len(status)), int((status != STATUS_NOT_RUN).sum()),
                                  int((status == STATUS_OK).sum()), int(out.sum()), int(explained.sum())))
     return rows, others

@@ -335,3 +335,17 @@ def test_oof_reading_scores_out_of_fold_predictions_and_builds_the_same_layers(v
     if variant == "X_OS":   # layer L is scored by the out-of-fold block layer L + 1 receives
         for L in (1, 2):
             assert oof.layer_scores_[L - 1] == micro_auc(Y, oof.layers_[L].os_train)
+
+
+def test_the_pca_size_search_refits_what_a_fit_at_the_selected_size_alone_gives():
+    # dte_table_4's -pca0.05 variants and its selected-size variants share their seed: where the search picks 0.05
+    # they must be the same model (config/README.md, D12)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 5))
+    Y = (X[:, :3] + rng.normal(size=(120, 3)) > 0).astype(float)
+    kw = dict(n_estimators=8, max_layers=3, os_folds=3, random_state=7)
+    searched = DeepTreeEnsemble("X_TE", pca_fractions=[0.05, 0.2], pca_validation=3, **kw).fit(X, Y)
+    alone = {f: DeepTreeEnsemble("X_TE", pca_fractions=[f], **kw).fit(X, Y) for f in (0.05, 0.2)}
+    np.testing.assert_array_equal(searched.predict(X), alone[searched.pca_fraction_].predict(X))
+    other = 0.05 if searched.pca_fraction_ == 0.2 else 0.2
+    assert not np.array_equal(searched.predict(X), alone[other].predict(X))

@@ -62,8 +62,15 @@ def test_the_thesis_dte_experiments_plan_every_method_but_dstars(repo_root):
     assert set(mtr.pending) == {"dstars"}
     assert not mlc.pending
     names = [v.name for v in mlc.variants]
-    assert {"rf_et", "X_TE", "TE", "X_OS", "X_OS_TE", "ml_knn", "rakel", "mlp", "ecc", "mldf-hamming_loss",
-            "mldf-ranking_loss", "mldf-one_error"} == set(names)
+    assert {"rf_et", "X_TE", "TE", "X_OS", "X_OS_TE", "X_TE-pca0.05", "TE-pca0.05", "X_OS_TE-pca0.05", "ml_knn",
+            "rakel", "mlp", "ecc", "mldf-hamming_loss", "mldf-ranking_loss", "mldf-one_error"} == set(names)
+    # the fixed-fraction variants are the selected-fraction cascades with one fraction: nothing else differs
+    for exp in (mtr, mlc):
+        for name in ("X_TE", "TE", "X_OS_TE"):
+            searched, fixed = exp.variant(name).params, exp.variant(f"{name}-pca0.05").params
+            assert fixed["pca_fractions"] == [0.05] and len(searched["pca_fractions"]) == 8
+            assert {k: v for k, v in searched.items() if k not in ("pca_fractions", "pca_validation")} == \
+                {k: v for k, v in fixed.items() if k != "pca_fractions"}
 
 
 def test_run_info_gives_scalar_layer_scores_for_the_scores_table():
