@@ -11,6 +11,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from forestbench._io import write_json
@@ -162,7 +163,8 @@ def _line_figure(ctx: Context, sec: Section, slug: str, fig_fn, rows: pd.DataFra
     fig = fig_fn(rows, *args)
     pdf, png = figures.save_figure(fig, ctx.out_dir / "figures" / slug)
     ctx.written += [pdf, png]
-    sec.files, sec.images = {"PDF": pdf, "PNG": png}, [png]
+    sec.files.update({"PDF": pdf, "PNG": png})       # beside any table file the kind wrote before its figure
+    sec.images = [png]
     return sec
 
 
@@ -188,15 +190,74 @@ def _placed(sec: Section, rows: pd.DataFrame, x: str) -> pd.DataFrame:
 def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
     """``metric``, ``x`` (a ``param.<name>`` column), ``hue`` (default ``variant_group``: the method plus its
     parameters other than ``x`` that vary). Mean ± std over repeats, one panel per dataset; variants without the
-    swept parameter are left out (and named in a note)."""
+    swept parameter are left out (and named in a note).
+
+    ``matches: [{curve, baseline, claimed}]`` adds a table of the ``x`` from which each curve matches its baseline,
+    beside the value a text claims: ``curve`` is the prefix of the curve's variant names (``tree-gaussian-q``),
+    ``baseline`` a variant without ``x`` (``tree``). A point matches when its mean over repeats is within
+    ``tolerance_std`` (default 1) standard deviations of the baseline's repeats, or within ``tolerance_abs``
+    (default 0) of the baseline's mean; the curve matches from the smallest ``x`` whose point and every larger one
+    match. The claim agrees when that ``x`` is within a factor ``factor`` (default 2) of ``claimed``."""
     metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
     hue = spec.get("hue", "variant_group")
     sec = Section("sweep", f"{metric} against {x.removeprefix('param.')}")
     rows = ctx.restrict(final_rows(ctx.scores, metric), spec)
     if not rows.empty and x not in rows.columns:
         raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
+    if spec.get("matches"):
+        _sweep_matches(ctx, sec, slug, spec, rows, x, metric)
     rows = _with_hue(ctx, _placed(sec, rows, x), hue, x)
     return _line_figure(ctx, sec, slug, figures.sweep_plot, rows, x, metric, hue)
+
+
+def _sweep_matches(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.DataFrame, x: str,
+                   metric: str) -> None:
+    """The ``matches`` table of a sweep report (see :func:`_sweep`)."""
+    where = "sweep report matches"
+    tol_std, tol_abs = float(spec.get("tolerance_std", 1.0)), float(spec.get("tolerance_abs", 0.0))
+    factor = float(spec.get("factor", 2.0))
+    if tol_std < 0 or tol_abs < 0 or factor < 1:
+        raise ConfigError(f"{where}: tolerance_std and tolerance_abs must be >= 0 and factor >= 1")
+    out = []
+    for item in spec["matches"]:
+        if not isinstance(item, dict) or not {"curve", "baseline"} <= set(item):
+            raise ConfigError(f"{where}: each entry needs curve (a variant-name prefix) and baseline (a variant), "
+                              f"got {item!r}")
+        curve, baseline = str(item["curve"]), str(item["baseline"])
+        claimed = item.get("claimed")
+        for dataset in ctx.datasets_for(spec):
+            part = rows[rows["dataset"] == dataset]
+            base = part.loc[part["variant"] == baseline, "value"]
+            points = part[part["variant"].str.startswith(curve) & part[x].notna()]
+            row = {"dataset": dataset, "curve": curve + "*", "baseline": baseline, "claimed": claimed,
+                   "baseline mean": np.nan, "baseline std": np.nan, "points": 0, "matches from": None,
+                   "verdict": "not run"}
+            if not base.empty and not points.empty:
+                mean = points.assign(**{x: pd.to_numeric(points[x])}).groupby(x)["value"].mean().sort_index()
+                b_mean, b_std = float(base.mean()), float(base.std(ddof=1)) if len(base) > 1 else 0.0
+                close = (mean - b_mean).abs() <= max(tol_std * b_std, tol_abs)
+                # the smallest x from which every point matches (None when the largest does not)
+                tail = close[::-1].cummin()[::-1]
+                first = tail[tail].index.min() if tail.any() else None
+                row.update({"baseline mean": b_mean, "baseline std": b_std, "points": int(len(mean)),
+                            "matches from": None if first is None else float(first)})
+                if claimed is None:
+                    row["verdict"] = "no claim"
+                elif first is None:
+                    row["verdict"] = "never matches"
+                else:
+                    ok = float(claimed) / factor <= float(first) <= float(claimed) * factor
+                    row["verdict"] = "agrees" if ok else "differs"
+            out.append(row)
+    table = pd.DataFrame(out)
+    base_path = ctx.out_dir / "tables" / f"{slug}_matches"
+    sec.files.update({"matches CSV": ctx.write(base_path.with_suffix(".csv"), table.to_csv(index=False)),
+                      "matches Markdown": ctx.write(base_path.with_suffix(".md"), table.to_markdown(index=False))})
+    sec.html += table.to_html(index=False, escape=True)
+    sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
+    sec.notes.append(f"matches: the {x.removeprefix('param.')} from which each curve's mean {metric} stays within "
+                     f"{tol_std:g} std of its baseline's repeats" + (f" (or {tol_abs:g})" if tol_abs else "")
+                     + f", beside the claimed value (agrees within a factor {factor:g})")
 
 
 @report_kind("timing")
