@@ -67,3 +67,28 @@ def test_training_scores_replay_bit_for_bit_through_transform(forest_class):
         emb = TreeEmbedding(0.95, 1.0, fraction, solver="gram")
         Z = emb.fit_transform(M)
         assert np.array_equal(Z, emb.transform(M.copy()))
+
+
+def test_weighted_indicator_lists_each_row_in_decreasing_node_order():
+    """The order of a row's nodes is the order of the Gram kernel's additions, hence part of the embedding's bits:
+    it stays the decreasing column order the first implementation gave, with the values of M[:, kept] x weights."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(200, 5)).astype(np.float32)
+    forest = RandomForestRegressor(6, max_features="sqrt", random_state=0).fit(X, X[:, :2])
+    M = forest_node_indicator(forest.estimators_, X)
+    emb = TreeEmbedding(0.95, 1.0, 0.1)
+    W = emb.fit_indicator(M)
+    expected = (M[:, emb.kept_columns_] @ sp.diags(emb.weights_)).toarray()
+    np.testing.assert_array_equal(W.toarray(), expected)
+    assert np.array_equal(W.indptr, M[:, emb.kept_columns_].indptr)
+    for i in range(W.shape[0]):
+        row = W.indices[W.indptr[i]:W.indptr[i + 1]]
+        assert row.size > 0 and np.all(np.diff(row) < 0)
+    # an empty row stays empty
+    M2 = M.tolil()
+    M2[3, :] = 0
+    M2 = sp.csr_matrix(M2)
+    M2.eliminate_zeros()
+    W2 = emb._weighted(M2)
+    assert W2.indptr[4] == W2.indptr[3]
+    np.testing.assert_array_equal(W2.toarray(), (M2[:, emb.kept_columns_] @ sp.diags(emb.weights_)).toarray())

@@ -124,9 +124,18 @@ class TreeEmbedding:
         return self._weighted(M)
 
     def _weighted(self, M):
+        """The kept columns of ``M`` (renumbered), each scaled by its weight, as CSR whose rows list their nodes in
+        decreasing column order. That order fixes the order of the Gram kernel's additions, so it is part of the
+        embedding's bits: it is the order the first implementation (a sparse product with the diagonal of
+        weights) produced, kept so that every embedding equals what the archived runs computed."""
         W = M[:, self.kept_columns_]
-        W = W @ sp.diags(self.weights_)
-        return sp.csr_matrix(W)
+        W.sort_indices()
+        counts = np.diff(W.indptr)
+        # entry p of row r (positions s..e-1) is taken from position s + e - 1 - p
+        take = np.repeat(W.indptr[:-1] + W.indptr[1:] - 1, counts) - np.arange(W.nnz, dtype=W.indptr.dtype)
+        indices = W.indices[take]
+        data = np.asarray(W.data, dtype=np.float64)[take] * self.weights_[indices]
+        return sp.csr_matrix((data, indices, W.indptr), shape=W.shape)
 
     # ------------------------------------------------------------------------------------------------- PCA
     def fit_transform(self, M, keep_solution=False):
@@ -260,41 +269,26 @@ def _cross_products(A, B, col_value):
     symmetric = A is B
     counts = np.bincount(B.indices, minlength=B.shape[1])
     heavy = counts > _DENSE_NODE_FRACTION * B.shape[0]
-    light_b = _drop_columns(B, heavy).tocsc()
-    light_b.sort_indices()
-    light_a = _drop_columns(A, heavy)
+    light = np.flatnonzero(~heavy)
+    # the light columns, renumbered; column indexing keeps each row's entries in their order, so the kernel adds
+    # the same numbers in the same order as on the full matrices
+    light_a = A[:, light]
+    light_b = light_a if symmetric else B[:, light]
+    light_b = light_b.tocsc()     # row ids sorted within each column
     out = np.zeros((A.shape[0], B.shape[0]))
     add_indicator_cross_products(out, light_a.indptr.astype(np.intp, copy=False),
                                  light_a.indices.astype(np.int32, copy=False), light_a.data,
                                  light_b.indptr.astype(np.intp, copy=False),
                                  light_b.indices.astype(np.int32, copy=False),
-                                 np.ascontiguousarray(col_value, dtype=np.float64), symmetric)
+                                 np.ascontiguousarray(col_value[light], dtype=np.float64), symmetric)
     if heavy.any():
         # an explicit GEMM in both cases: numpy's ``X @ X.T`` switches to a symmetric rank-k update, whose sums
         # differ in the last bits from the general product transform() takes for the same rows
-        Bh = _dense_columns(B, heavy)
-        Ah = Bh if symmetric else _dense_columns(A, heavy)
+        cols = np.flatnonzero(heavy)
+        Bh = B[:, cols].toarray()
+        Ah = Bh if symmetric else A[:, cols].toarray()
         out += dgemm(1.0, Bh.T, Ah.T, trans_a=True).T     # Fortran-order B A^T is C-order A B^T, no copy
     return out
-
-
-def _dense_columns(R, cols):
-    """The columns of the CSR matrix ``R`` flagged in ``cols``, as a dense (rows x flagged columns) array."""
-    position = np.cumsum(cols) - 1                      # column index -> position among the flagged ones
-    take = cols[R.indices]
-    rows = np.repeat(np.arange(R.shape[0]), np.diff(R.indptr))
-    D = np.zeros((R.shape[0], int(cols.sum())))
-    D[rows[take], position[R.indices[take]]] = R.data[take]
-    return D
-
-
-def _drop_columns(R, drop):
-    """The CSR matrix ``R`` (sorted rows) without the entries of the columns flagged in ``drop``, shape kept."""
-    if not drop.any():
-        return R
-    keep = ~drop[R.indices]
-    indptr = np.concatenate([[0], np.cumsum(keep)])[R.indptr]    # kept entries before each row's start
-    return sp.csr_matrix((R.data[keep], R.indices[keep], indptr), shape=R.shape)
 
 
 _ARPACK_MAX_FRACTION = 0.1   # up to this share of the rank, a Lanczos solver beats LAPACK (4x at 5 %)

@@ -9,10 +9,11 @@ adds ``A[i, c] * col_value[c]`` to ``out[i, j]`` for every row ``j`` of column `
 while it is filled and the inner loop reads only the 32-bit row ids of the column, where a general sparse-sparse
 product builds a sparse result through a hash or a sort first.
 
-The order of the additions into ``out[i, j]`` is fixed: the columns shared by rows ``i`` and ``j`` in increasing
-order (``A``'s rows are sorted). For ``A == B`` (``symmetric``) the products for ``(i, j)`` and ``(j, i)`` are the
-same numbers added in the same order, so only ``j <= i`` is accumulated and the result is mirrored: bit for bit
-what the full product gives, for half the work.
+The order of the additions into ``out[i, j]`` is fixed: the columns shared by rows ``i`` and ``j`` in the order
+row ``i`` of ``A`` lists them (the embedding lists every row's nodes in decreasing order). For ``A == B``
+(``symmetric``), whose rows all list their columns in one monotone order, the products for ``(i, j)`` and
+``(j, i)`` are the same numbers added in the same order, so only ``j <= i`` is accumulated and the result is
+mirrored: bit for bit what the full product gives, for half the work.
 """
 from forestbench.tree._utils cimport intp_t, int32_t, float64_t
 
