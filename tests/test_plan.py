@@ -539,3 +539,29 @@ def test_dte_cost_hooks_charge_the_archived_rows_their_measured_cpu(experiment, 
         if measured >= 1.0:       # the baselines fit in a fraction of a second (the job's start-up dominates)
             assert 0.6 <= cost.fit_seconds / measured <= 1.7, (dataset, r["variant"], cost.fit_seconds, measured)
     assert 0.7 <= charged / measured_total <= 1.3, (dataset, charged, measured_total)
+
+
+def test_ecc_cost_follows_the_label_minority_and_the_stored_inputs():
+    """ECC's trees stop where a label is pure: the hook charges the measured chains of the nine obtainable
+    multi-label sets within 0.4-2.5x (genbase, whose dense binary inputs grow tiny trees, excepted), where the
+    regression-tree model it replaced charged medical 130x its time."""
+    from forestbench.workflow.methods import get_method
+
+    hook = get_method("dte_ecc")
+    rows = json.loads((Path(__file__).parent / "data" / "ecc_measured_chain_cpu.json").read_text())["rows"]
+    assert len(rows) == 9
+    for r in rows:
+        cost = hook.cost_of(r["n"], r["p"], r["d"], {"n_chains": 1}, sparse=r["sparse_inputs"],
+                            label_density=r["label_density"])
+        ratio = cost.fit_seconds / r["chain_cpu_s"]
+        if r["dataset"] == "genbase":
+            assert ratio > 1.0        # charged more than it takes, never less
+        else:
+            assert 0.4 <= ratio <= 2.5, (r["dataset"], ratio)
+    # rarer labels, shallower trees; sparse inputs, fewer values read; chains and labels multiply
+    base = hook.cost_of(1000, 500, 20, {"n_chains": 10}, label_density=0.3).fit_seconds
+    assert hook.cost_of(1000, 500, 20, {"n_chains": 10}, label_density=0.02).fit_seconds < base
+    assert hook.cost_of(1000, 500, 20, {"n_chains": 10}, label_density=0.3, sparse=True).fit_seconds < base
+    assert hook.cost_of(1000, 500, 20, {"n_chains": 5}, label_density=0.3).fit_seconds == pytest.approx(base / 2)
+    # no label density given: charged as balanced labels (the most levels)
+    assert hook.cost_of(1000, 500, 20, {"n_chains": 10}).fit_seconds >= base
