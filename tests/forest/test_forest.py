@@ -279,3 +279,19 @@ def test_labels_stay_dense_where_the_sparse_criterion_could_change_a_bit():
                       (Y[:, :16], None),                                 # too few outputs
                       (np.maximum(Y, np.eye(Y.shape[0], Y.shape[1])[:, ::-1] + (np.arange(Y.shape[1]) < 20)), None)]:
         assert labels_for_growth(Y_kept, w) is Y_kept                    # ^ too dense (20 of 120 columns all 1)
+
+
+def test_tree_streams_are_the_children_of_the_tree_seed_built_when_used():
+    """A tree's bootstrap, projection and seed streams are children 0, 1 and 2 of its seed sequence, as
+    ``spawn(3)`` numbers them, whether or not they are built lazily (the archived runs' random draws)."""
+    seq = np.random.SeedSequence(123, spawn_key=(4, 2))
+    boot, proj, tree = np.random.SeedSequence(123, spawn_key=(4, 2)).spawn(3)
+    streams = _forest._TreeStreams(seq)
+    assert streams.tree_seed == int(tree.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
+    for lazy, eager in ((streams.projection, proj), (streams.bootstrap, boot)):
+        np.testing.assert_array_equal(lazy.generate_state(4), eager.generate_state(4))
+    assert streams.bootstrap is streams.bootstrap          # built once
+    spent = np.random.SeedSequence(1)
+    spent.spawn(1)
+    with pytest.raises(ValueError, match="spawned children"):
+        _forest._TreeStreams(spent)

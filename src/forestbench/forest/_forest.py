@@ -91,15 +91,35 @@ def _seed_sequence(random_state):
 
 
 class _TreeStreams:
-    """The three independent random streams of one tree (see the module docstring)."""
+    """The three independent random streams of one tree (see the module docstring): the children 0 (bootstrap),
+    1 (projection) and 2 (the tree's seed) of its seed sequence, exactly what ``seq.spawn(3)`` gives. A child is
+    built when first used: a tree grown without bootstrap or per-tree projection never pays for those two (each
+    costs about as much as a small tree's split search on a few dozen rows)."""
 
-    __slots__ = ("bootstrap", "projection", "tree_seed")
+    __slots__ = ("_seq", "_bootstrap", "_projection", "tree_seed")
 
     def __init__(self, seq):
-        boot, proj, tree = seq.spawn(3)
-        self.bootstrap = boot
-        self.projection = proj
-        self.tree_seed = int(tree.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
+        if seq.n_children_spawned:
+            raise ValueError("a tree's seed sequence must not have spawned children before")
+        self._seq = seq
+        self._bootstrap = self._projection = None
+        self.tree_seed = int(self._child(2).generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
+
+    def _child(self, i):
+        seq = self._seq
+        return np.random.SeedSequence(seq.entropy, spawn_key=seq.spawn_key + (i,), pool_size=seq.pool_size)
+
+    @property
+    def bootstrap(self):
+        if self._bootstrap is None:
+            self._bootstrap = self._child(0)
+        return self._bootstrap
+
+    @property
+    def projection(self):
+        if self._projection is None:
+            self._projection = self._child(1)
+        return self._projection
 
 
 class _BaseProjectionForest(MultiOutputMixin, RegressorMixin, BaseEstimator):
