@@ -210,3 +210,59 @@ def test_check_reference_refuses_a_table_without_the_experiments_datasets():
     mapped = dict(entry, datasets={"friedman1_chain_noisy": "friedman1_chain"})
     reproduction.check_references({"t63": {"datasets": ["friedman1_chain_noisy"], "reference": [mapped]}},
                                   REFERENCE_DIR)
+
+
+def _dte4_scores(cells: dict) -> pd.DataFrame:
+    rows = [{"experiment": "dte_table_4", "dataset": d, "method": v, "variant": v, "repeat": 0, "metric": "arrmse",
+             "value": x, "higher_is_better": False, "step": np.nan} for (d, v), x in cells.items()]
+    return pd.DataFrame(rows)
+
+
+def test_cd_figure_reranks_published_cells_over_what_ran():
+    """Figure 4's own ranks cover eight methods on 24 datasets; with ``cells`` the printed Table 4 values are
+    re-ranked over the methods that ran, on the datasets where all of them ran. Hand-ranked (lower is better):
+    published jura x_te .633 < rf_et .664 < mlp .733 and slump rf_et .851 < x_te .857 < mlp 1, so rf_et 1.5,
+    X_TE 1.5, mlp 3; ours ranks rf_et 1/2, X_TE 2/3, mlp 3/1, so 1.5, 2.5, 2."""
+    scores = _dte4_scores({("jura", "rf_et"): 0.5, ("jura", "X_TE"): 0.6, ("jura", "mlp"): 0.7,
+                           ("slump", "rf_et"): 0.8, ("slump", "X_TE"): 0.9, ("slump", "mlp"): 0.7,
+                           ("andro", "rf_et"): 0.9, ("andro", "X_TE"): 0.9})   # andro: mlp missing, left out
+    cfg = {"table": "dte_figure_4_cd", "metric": "arrmse", "cells": "dte_table_4",
+           "methods": {"rf_et": "rf_et", "X_TE": "x_te", "mlp": "mlp", "dstars": "dstars"}}
+    rep = reproduction.compare_any(scores, cfg, REFERENCE_DIR, "dte_table_4")
+    frame = rep.frame.set_index("item")
+    assert frame.loc["rf_et", "paper"] == pytest.approx(1.5) and frame.loc["rf_et", "ours"] == pytest.approx(1.5)
+    assert frame.loc["X_TE", "paper"] == pytest.approx(1.5) and frame.loc["X_TE", "ours"] == pytest.approx(2.5)
+    assert frame.loc["mlp", "paper"] == pytest.approx(3.0) and frame.loc["mlp", "ours"] == pytest.approx(2.0)
+    assert frame.loc["rf_et", "figure"] == pytest.approx(3.7292)   # the figure's own rank, shown, not judged
+    status = frame["status"].to_dict()
+    assert status == {"X_TE": reproduction.STATUS_DISAGREE, "rf_et": reproduction.STATUS_OK,
+                      "dstars": reproduction.STATUS_NOT_RUN, "mlp": reproduction.STATUS_DISAGREE,
+                      "Friedman p": reproduction.STATUS_OK}
+    # chi^2_F = 12 N / (k (k+1)) sum (R_j - 2)^2 with N = 2, k = 3, no ties: 1.0 ours, 3.0 published; 2 dof
+    assert frame.loc["Friedman p", "ours"] == pytest.approx(np.exp(-0.5))
+    assert frame.loc["Friedman p", "paper"] == pytest.approx(np.exp(-1.5))
+    notes = " ".join(rep.notes)
+    assert "dstars" in notes and "andro" in notes and "over 2 dataset(s) (jura, slump)" in notes
+    assert rep.counts() == {"cells": 5, "run": 4, "agree": 2, "disagree": 2, "not_run": 1, "judged": 4,
+                            "comparison_only": 0, "reduced_protocol": 0}
+    # our cells equal to the published ones: every rank agrees to the bit
+    same = _dte4_scores({(d, v): float(x) for d, v, x in [("jura", "rf_et", .664), ("jura", "X_TE", .633),
+                                                           ("jura", "mlp", .733), ("slump", "rf_et", .851),
+                                                           ("slump", "X_TE", .857), ("slump", "mlp", 1.0)]})
+    exact = reproduction.compare_any(same, cfg, REFERENCE_DIR, "dte_table_4").frame
+    ran = exact[exact["status"] != reproduction.STATUS_NOT_RUN]
+    assert (ran["status"] == reproduction.STATUS_OK).all() and (ran["difference"].dropna() == 0).all()
+    # fewer than two complete datasets: nothing is judged
+    one = reproduction.compare_any(scores[scores["dataset"] == "jura"], cfg, REFERENCE_DIR, "dte_table_4")
+    assert one.counts()["judged"] == 0 and one.counts()["not_run"] == 5
+
+
+def test_cd_figure_cells_must_hold_the_metric_and_methods():
+    cfg = {"table": "dte_figure_4_cd", "metric": "arrmse", "cells": "dte_table_5",
+           "methods": {"rf_et": "rf_et", "X_TE": "x_te"}}
+    with pytest.raises(ConfigError, match="dte_table_5 has no arrmse cells of rf_et, x_te"):
+        reproduction.check_reference(cfg, REFERENCE_DIR, "dte_table_4")
+    with pytest.raises(ConfigError, match="metric 'arrmse' not in reference table dte_table_5"):
+        reproduction.compare_any(_dte4_scores({("jura", "rf_et"): 0.5}), cfg, REFERENCE_DIR, "dte_table_4")
+    with pytest.raises(ConfigError, match="not a results table"):
+        reproduction.check_reference(dict(cfg, cells="dte_figure_5_cd"), REFERENCE_DIR, "dte_table_4")

@@ -10,14 +10,15 @@ and ``datasets: [...]`` to restrict and order it.
 
 ``experiments.<E>.reference`` is one mapping or a list of them: ``table`` (stem of a CSV in config/reference),
 ``metric``, ``methods`` (our variant -> reference method_id), optional ``datasets`` (our dataset -> reference
-dataset_id), ``tolerance_std`` (1.0), ``tolerance_abs`` (for cells printed without std), ``tolerance_rank`` (0.5,
-CD figures), ``alpha`` (0.05). Results tables are compared cell by cell, p-value tables by sign notation, CD
-figures by average ranks, Friedman p (side of alpha) and CD. A table whose cells are indexed by parameters (the
-lecture slides' (method, B, max depth) grid, no std) maps each variant to ``{method_id, n_estimators, max_depth}``
-and may add ``rerun`` (variant -> [mean, sd] of an independent rerun), ``oracle`` (variant -> its oracle twin) and
-``claims`` (the slides' qualitative claims, see ``forestbench.report.teaching``). ``protocol`` (``published`` |
-``reduced``), ``published_protocol`` and ``run_protocol`` say whether the cells are judged or only compared (see
-``forestbench.report.verdicts``).
+dataset_id), ``tolerance_std`` (1.0), ``tolerance_abs`` (for cells printed without std), ``tolerance_rank`` (0.5, CD
+figures), ``alpha`` (0.05). Results tables are compared cell by cell, p-value tables by sign notation, CD figures by
+average ranks, Friedman p (side of alpha) and CD; a CD figure with ``cells: <results table>`` is judged against those
+published cells re-ranked over the methods and datasets we ran (``reproduction.compare_ranks``). A table whose cells are
+indexed by parameters (the lecture slides' (method, B, max depth) grid, no std) maps each variant to ``{method_id,
+n_estimators, max_depth}`` and may add ``rerun`` (variant -> [mean, sd] of an independent rerun), ``oracle`` (variant ->
+its oracle twin) and ``claims`` (the slides' qualitative claims, see ``forestbench.report.teaching``). ``protocol``
+(``published`` | ``reduced``), ``published_protocol`` and ``run_protocol`` say whether the cells are judged or only
+compared (see ``forestbench.report.verdicts``).
 
 Modules: ``kinds`` (registry), ``verdicts`` (statuses, comparison tables), ``reference_tables`` (the published
 tables), ``reproduction`` (our numbers beside them), ``experiment`` (one experiment's report and the general

@@ -91,6 +91,17 @@ def check_reference(ref_cfg, reference_dir: Path, experiment: str, cache: dict |
     ref, kind = cache[table]
     if kind == "cd":
         _mapping(ref_cfg, where, set(ref.loc[ref["row_type"] == "average_rank", "method_id"]))
+        cells = ref_cfg.get("cells")
+        if cells is not None:   # the published results table the figure ranks (reproduction._compare_reranked)
+            if str(cells) not in cache:
+                cache[str(cells)] = read_reference(reference_dir, str(cells))
+            cells_ref, cells_kind = cache[str(cells)]
+            if cells_kind != "results":
+                raise ConfigError(f"{where}.cells: {cells} is a {cells_kind} table, not a results table")
+            have = set(cells_ref.loc[cells_ref["metric"] == metric, "method_id"])
+            missing = sorted(set(map(str, ref_cfg["methods"].values())) - have)
+            if missing:
+                raise ConfigError(f"{where}.cells: {cells} has no {metric} cells of {', '.join(missing)}")
         return
     if kind == "grid":
         return          # cells indexed by parameters, with their own metric rule: forestbench.report.teaching

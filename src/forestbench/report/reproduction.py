@@ -201,13 +201,24 @@ def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, expe
     return StatComparison(table, metric, "pairwise p-values", frame, cols, notes)
 
 
-def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experiment: str) -> StatComparison:
+def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experiment: str,
+                  reference_dir: Path | None = None) -> StatComparison:
     """A published critical-difference figure (average ranks, Friedman p, CD) beside ours.
 
     Average ranks agree within ``tolerance_rank`` (default 0.5); the Friedman p-values agree when both are on the
     same side of alpha; the CDs agree to the two printed decimals. Ranks are computed over the mapped variants only,
     on the datasets where all of them ran.
+
+    With ``cells: <results table>`` (the published table the figure ranks) the figure's own numbers, which rank
+    every published method over every published dataset, are not what a partial run can be held to: average
+    ranks depend on the set of methods and datasets compared. The published cells are then re-ranked over exactly
+    the methods we ran and the datasets where all of them ran (and are published), and our ranks are judged
+    against those (see :func:`_compare_reranked`).
     """
+    if ref_cfg.get("cells") is not None:
+        if reference_dir is None:
+            raise ConfigError(f"experiments.{experiment}.reference: cells needs the reference folder")
+        return _compare_reranked(scores, ref, ref_cfg, experiment, Path(reference_dir))
     from forestbench import stats
     from forestbench.report.data import complete_rows, metric_direction, score_matrix, summarise
 
@@ -256,6 +267,101 @@ def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experi
     return StatComparison(table, metric, "critical-difference statistics", frame, cols, notes)
 
 
+def _published_matrix(reference_dir: Path, cells_table: str, metric: str, where: str) -> tuple[pd.DataFrame, bool]:
+    """dataset_id x method_id of the published values of ``metric`` in a results table (printed 'mean' rows left
+    out), and whether higher is better."""
+    pub = load_reference(reference_dir, cells_table)
+    pub = pub[(pub["metric"] == metric) & (pub["dataset"].str.lower() != "mean")]
+    if pub.empty:
+        raise ConfigError(f"{where}.cells: metric {metric!r} not in reference table {cells_table}")
+    directions = set(pub["higher_is_better"].str.lower())
+    if len(directions) != 1 or not directions <= {"true", "false"}:
+        raise ConfigError(f"{where}.cells: {cells_table} must give one higher_is_better (true / false) for "
+                          f"{metric}, found {', '.join(sorted(directions))}")
+    values = pd.to_numeric(pub["value"], errors="coerce")
+    matrix = (pub.assign(value=values).pivot_table(index="dataset_id", columns="method_id", values="value",
+                                                   aggfunc="first"))
+    return matrix.astype(float), directions == {"true"}
+
+
+def _compare_reranked(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experiment: str,
+                      reference_dir: Path) -> StatComparison:
+    """Our average ranks beside the published cells of ``cells`` re-ranked over the same methods and datasets.
+
+    Compared: the mapped variants that ran on at least one dataset (a method that never runs, e.g. one without an
+    implementation, is listed as not run instead of emptying the comparison), on the datasets where every one of
+    them ran and the published table has all of their cells. One row per published method (the figure's own rank
+    beside, for reference), and the Friedman p of both matrices at ``alpha``, judged by side. The critical
+    difference is not a row: it depends only on the number of methods and datasets, so it is the same for both.
+    """
+    from forestbench import stats
+    from forestbench.report.data import complete_rows, metric_direction, score_matrix, summarise
+
+    where = f"experiments.{experiment}.reference"
+    table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
+    cells_table = str(ref_cfg["cells"])
+    alpha = float(ref_cfg.get("alpha", 0.05))
+    tol = float(ref_cfg.get("tolerance_rank", 0.5))
+    dataset_map = {str(k): str(v) for k, v in (ref_cfg.get("datasets") or {}).items()}
+    ranks_ref = ref[ref["row_type"] == "average_rank"]
+    to_variant = _mapping(ref_cfg, where, set(ranks_ref["method_id"]))
+    published, pub_higher = _published_matrix(reference_dir, cells_table, metric, where)
+    missing_ids = sorted(set(to_variant) - set(published.columns))
+    if missing_ids:
+        raise ConfigError(f"{where}.cells: {cells_table} has no {metric} cells of {', '.join(missing_ids)}")
+    summary = summarise(scores, metric)
+    ran = set(summary.loc[summary["mean"].notna(), "variant"].astype(str))
+    compared = {mid: v for mid, v in to_variant.items() if v in ran}
+    never = [v for v in to_variant.values() if v not in ran]
+    ours = score_matrix(summary, None, list(compared.values()))
+    complete, dropped = complete_rows(ours)
+    pub_ids = [dataset_map.get(str(d), str(d)) for d in complete.index]
+    pub_rows = published.reindex(index=pub_ids, columns=list(compared))
+    unpublished = [str(d) for d, pid in zip(complete.index, pub_ids) if pub_rows.loc[pid].isna().any()]
+    keep = [str(d) not in unpublished for d in complete.index]
+    ours_c = complete[keep]
+    pub_c = pub_rows[keep].set_axis(list(ours_c.index), axis=0).set_axis(list(compared.values()), axis=1)
+    n, k = ours_c.shape
+    ok = n >= 2 and k >= 2
+    ours_res = stats.friedman_test(ours_c, metric_direction(scores, metric, pub_higher)) if ok else None
+    pub_res = stats.friedman_test(pub_c, pub_higher) if ok else None
+
+    rows = []
+    for r in ranks_ref.itertuples(index=False):
+        if r.method_id not in to_variant:
+            continue
+        v = to_variant[r.method_id]
+        paper = float(pub_res.average_ranks[v]) if ok and v in compared.values() else np.nan
+        mine = float(ours_res.average_ranks[v]) if ok and v in compared.values() else np.nan
+        status = STATUS_NOT_RUN if pd.isna(mine) else STATUS_OK if abs(mine - paper) <= tol else STATUS_DISAGREE
+        rows.append({"block": "average rank", "item": v, "figure": float(r.average_rank), "paper": paper,
+                     "ours": mine, "difference": mine - paper, "status": status})
+    p_paper, p_ours = (pub_res.p_value, ours_res.p_value) if ok else (np.nan, np.nan)
+    p_status = (STATUS_NOT_RUN if not ok else
+                STATUS_OK if (p_paper < alpha) == (p_ours < alpha) else STATUS_DISAGREE)
+    rows.append({"block": "Friedman p", "item": "Friedman p", "figure": np.nan, "paper": p_paper, "ours": p_ours,
+                 "difference": np.nan, "status": p_status})
+    frame = pd.DataFrame(rows, columns=["block", "item", "figure", "paper", "ours", "difference", "status"])
+
+    notes = [f"the published cells of {cells_table} re-ranked over the methods and datasets we compare; the "
+             "figure's own ranks (every published method and dataset) are shown beside, not judged"]
+    if never:
+        notes.append(f"not run on any dataset, hence left out of the ranking: {', '.join(never)}")
+    if dropped:
+        notes.append(f"datasets left out (not every compared variant ran): {_short_list(dropped)}")
+    if unpublished:
+        notes.append(f"datasets left out (a compared method has no published cell): {_short_list(unpublished)}")
+    if ok:
+        cd = stats.nemenyi_critical_difference(k, n, alpha)
+        notes.append(f"{k} methods over {n} dataset(s) ({', '.join(map(str, ours_c.index))}); rank tolerance "
+                     f"{tol:g}; Friedman p judged by its side of alpha = {alpha:g}; critical difference {cd:.3f} "
+                     "for both (it depends only on the numbers of methods and datasets)")
+    cols = [("quantity", "block"), ("variant / item", "item"), ("figure (all published)", "figure"),
+            ("paper, re-ranked", "paper"), ("ours", "ours"), ("ours − paper", "difference")]
+    return StatComparison(table, metric, f"critical-difference statistics re-ranked from {cells_table}", frame,
+                          cols, notes)
+
+
 def _our_summary(scores: pd.DataFrame, ref_cfg: dict, where: str) -> pd.DataFrame:
     """Our summary for a reference: the metric ``ours`` names (default: the reference's own metric id), or one
     metric per dataset when ``ours`` maps datasets to metrics (a table whose "error" is a different metric per
@@ -294,5 +400,5 @@ def _compare_kind(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, expe
         return compare_pvalues(scores, ref, ref_cfg, experiment)
     if kind == "grid":
         return compare_grid(scores, ref, ref_cfg, experiment)
-    return compare_ranks(scores, ref, ref_cfg, experiment)
+    return compare_ranks(scores, ref, ref_cfg, experiment, reference_dir)
 
