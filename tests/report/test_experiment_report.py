@@ -170,6 +170,12 @@ def test_several_references_thesis_chapter_6(tmp_path):
     assert round(cd["data"]["critical_difference"], 2) == 2.29
     for name in ("reproduction.csv", "reproduction_2.md", "reproduction_3.csv", "reproduction_4.md"):
         assert (out / name).exists()
+    # a second diagram of the same metric over fewer variants, told apart by its label
+    cfg["reports"].append({"kind": "cd_diagram", "metric": "lrap", "variants": ids[:4], "label": "four methods"})
+    build_experiment_report(csv, "e", cfg, REFERENCE_DIR, out)
+    cds = [s for s in json.loads((out / "manifest.json").read_text())["sections"] if s["kind"] == "cd_diagram"]
+    assert [s["title"].endswith("(four methods)") for s in cds] == [False, True]
+    assert cds[1]["data"]["n_methods"] == 4 and round(cds[1]["data"]["critical_difference"], 2) != 2.29
 
 
 def test_numeric_sweep_and_timing_axes():

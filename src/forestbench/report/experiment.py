@@ -92,13 +92,15 @@ def _iman_davenport_text(info: dict) -> str:
 
 @report_kind("cd_diagram")
 def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
-    """``metric``, ``alpha`` (0.05). Friedman test + Nemenyi CD over the datasets where every variant ran; PDF +
-    PNG and a ranks CSV."""
+    """``metric``, ``alpha`` (0.05), ``label`` (added to the title, to tell apart two diagrams of one metric over
+    other variants). Friedman test + Nemenyi CD over the datasets where every variant ran; PDF + PNG and a ranks
+    CSV."""
     metric = str(spec["metric"])
     alpha = float(spec.get("alpha", 0.05))
+    label = f" ({spec['label']})" if spec.get("label") else ""
     hib = _direction(ctx, metric, spec)
     matrix = score_matrix(summarise(ctx.scores, metric), ctx.datasets_for(spec), ctx.variants_for(spec))
-    sec = Section("cd_diagram", f"{metric}: critical-difference diagram (Friedman + Nemenyi, α = {alpha})")
+    sec = Section("cd_diagram", f"{metric}: critical-difference diagram (Friedman + Nemenyi, α = {alpha}){label}")
     ran = matrix.dropna(axis=1, how="all")
     if ran.shape[1] < matrix.shape[1]:
         sec.notes.append("variant(s) with no result, left out: "
@@ -110,7 +112,7 @@ def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
         sec.notes.append(f"not enough results for a CD diagram (need 2 variants on 2 complete datasets; have "
                          f"{complete.shape[1]} variant(s), {complete.shape[0]} complete dataset(s))")
         return sec
-    fig, info = figures.cd_diagram(complete, hib, alpha, title=f"{ctx.experiment}: {metric}")
+    fig, info = figures.cd_diagram(complete, hib, alpha, title=f"{ctx.experiment}: {metric}{label}")
     base = ctx.out_dir / "figures" / slug
     pdf, png = figures.save_figure(fig, base)
     ctx.written += [pdf, png]

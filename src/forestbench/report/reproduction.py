@@ -358,7 +358,7 @@ def _compare_reranked(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, ex
                      "for both (it depends only on the numbers of methods and datasets)")
     cols = [("quantity", "block"), ("variant / item", "item"), ("figure (all published)", "figure"),
             ("paper, re-ranked", "paper"), ("ours", "ours"), ("ours − paper", "difference")]
-    return StatComparison(table, metric, f"critical-difference statistics re-ranked from {cells_table}", frame,
+    return StatComparison(table, metric, f"critical-difference statistics (cells of {cells_table} re-ranked)", frame,
                           cols, notes)
 
 
