@@ -115,3 +115,24 @@ def test_a_bad_value_anywhere_in_a_tuning_grid_is_refused_before_any_job(monkeyp
     tuned = [p for p in calls if "max_depth" in p]
     assert len(tuned) == 7                                # 4 + 4 values, the first point covering two of them
     assert {p["max_depth"] for p in tuned} == {2, 3, 4, 5} and {p["min_samples_leaf"] for p in tuned} == {1, 2, 3, 4}
+
+
+def test_the_schema_is_the_running_code_s_own(tmp_path, monkeypatch):
+    """Before: ``workflow/schemas`` of the working directory came first, so a command of this checkout's code run
+    from another checkout (an older worktree) validated the configuration against that checkout's schema and
+    refused keys this code knows."""
+    from forestbench import validation
+
+    stale = tmp_path / "workflow" / "schemas"
+    stale.mkdir(parents=True)
+    (stale / "config.schema.yaml").write_text("type: object\nadditionalProperties: false\nproperties: {}\n")
+    monkeypatch.chdir(tmp_path)
+    own = Path(validation.__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+    assert validation.schema_path("config") == own
+    config = load_yaml(own.parents[2] / "config" / "config.yaml")
+    validation.validate(config, "config", "config.yaml")            # the stale schema refuses every key
+    # a schema the code's checkout lacks is still found in the working directory (a regular install)
+    (stale / "extra.schema.yaml").write_text("type: object\n")
+    assert validation.schema_path("extra") == Path("workflow/schemas/extra.schema.yaml")
+    with pytest.raises(ConfigError, match="schema nothing.schema.yaml not found in"):
+        validation.schema_path("nothing")

@@ -11,10 +11,12 @@ SCHEMA_DIR_DEFAULT = Path("workflow") / "schemas"
 
 
 def schema_path(name: str, schema_dir: str | Path | None = None) -> Path:
-    """Locate ``<name>.schema.yaml``: the given folder, else ``workflow/schemas`` of the working directory or of the
-    source checkout this package was installed from."""
-    candidates = [Path(schema_dir)] if schema_dir else [SCHEMA_DIR_DEFAULT,
-                                                       Path(__file__).resolve().parents[2] / SCHEMA_DIR_DEFAULT]
+    """Locate ``<name>.schema.yaml``: the given folder, else ``workflow/schemas`` of the source checkout this
+    package runs from (an editable install), else that of the working directory (a regular install, run in its
+    checkout). The code's own checkout comes first: the schema describes what this code reads, so a command run
+    from another checkout (another version's worktree, say) must not validate against that checkout's schema."""
+    candidates = [Path(schema_dir)] if schema_dir else [Path(__file__).resolve().parents[2] / SCHEMA_DIR_DEFAULT,
+                                                       SCHEMA_DIR_DEFAULT]
     for folder in candidates:
         path = folder / f"{name}.schema.yaml"
         if path.exists():
