@@ -31,6 +31,24 @@ def test_kfold_partitions_every_sample_once():
             assert len(tr) + len(te) == 23
 
 
+def test_kfold_without_shuffle_is_contiguous_in_row_order():
+    """The unshuffled reading of "10-fold cross-validation": folds are runs of consecutive rows, the first
+    n mod k one row longer (23 rows, 5 folds: 5, 5, 5, 4, 4), the same in every repetition and for every seed."""
+    splits = make_splits({"type": "kfold", "n_splits": 5, "repeats": 2, "shuffle": False, "seed": 7}, 23)
+    tests = [te.tolist() for _, te in splits]
+    assert tests[:5] == [list(range(0, 5)), list(range(5, 10)), list(range(10, 15)), list(range(15, 19)),
+                         list(range(19, 23))]
+    assert tests[5:] == tests[:5]
+    for tr, te in splits:
+        np.testing.assert_array_equal(np.sort(np.concatenate([tr, te])), np.arange(23))
+    shuffled = make_splits({"type": "kfold", "n_splits": 5, "shuffle": True}, 23)
+    assert [te.tolist() for _, te in shuffled] != tests[:5]
+    assert [te.tolist() for _, te in shuffled] == [te.tolist() for _, te in make_splits({"type": "kfold",
+                                                                                        "n_splits": 5}, 23)]
+    with pytest.raises(ConfigError, match="dataset ds: kfold shuffle must be true or false, got 'no'"):
+        make_splits({"type": "kfold", "n_splits": 5, "shuffle": "no"}, 23, dataset="ds")
+
+
 def test_given_and_errors():
     given = [(np.arange(5), np.arange(5, 8))]
     assert make_splits({"type": "given"}, 8, given)[0][1].tolist() == [5, 6, 7]

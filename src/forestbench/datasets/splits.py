@@ -6,7 +6,9 @@ A protocol is a mapping with a ``type``:
 - ``random``: ``repeats`` random learning/test sets of ``n_train`` (or ``train_fraction``) and ``n_test`` samples
   (default: all the others), repeat r drawn from the seed sequence (seed, r), as "10 random LS/TS" in the papers;
   with ``vary_split: false`` every repeat uses the first split (one fixed LS/TS, the algorithm's seed varies);
-- ``kfold``: ``repeats`` shuffled ``n_splits``-fold partitions, fold i of repetition r being split r*n_splits + i.
+- ``kfold``: ``repeats`` shuffled ``n_splits``-fold partitions, fold i of repetition r being split r*n_splits + i;
+  with ``shuffle: false`` the folds are contiguous runs of the rows in their order in the data (the first
+  n mod k folds one row longer, as scikit-learn's ``KFold`` without shuffling), the same in every repetition.
 
 The file ``<protocol>.npz`` holds ``train_<i>`` / ``test_<i>``; the manifest ``<protocol>.json`` the protocol, the
 checksum of the prepared data it was drawn from and a sha256 of every split, so a result traces to its exact split.
@@ -55,10 +57,13 @@ def make_splits(protocol: dict, n_samples: int, given=None, dataset: str = "?") 
         repeats = int(protocol.get("repeats", 1))
         if not 2 <= k <= n_samples:
             raise DataError(f"dataset {dataset}: cannot make {k} folds of {n_samples} samples")
+        shuffle = protocol.get("shuffle", True)
+        if not isinstance(shuffle, bool):
+            raise ConfigError(f"dataset {dataset}: kfold shuffle must be true or false, got {shuffle!r}")
         splits = []
         for r in range(repeats):
-            perm = np.random.default_rng([seed, r]).permutation(n_samples)
-            folds = np.array_split(perm, k)
+            order = np.random.default_rng([seed, r]).permutation(n_samples) if shuffle else np.arange(n_samples)
+            folds = np.array_split(order, k)
             for i in range(k):
                 train = np.concatenate([f for j, f in enumerate(folds) if j != i])
                 splits.append((np.sort(train), np.sort(folds[i])))
