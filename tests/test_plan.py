@@ -565,3 +565,20 @@ def test_ecc_cost_follows_the_label_minority_and_the_stored_inputs():
     assert hook.cost_of(1000, 500, 20, {"n_chains": 5}, label_density=0.3).fit_seconds == pytest.approx(base / 2)
     # no label density given: charged as balanced labels (the most levels)
     assert hook.cost_of(1000, 500, 20, {"n_chains": 10}).fit_seconds >= base
+
+
+def test_mlp_cost_against_the_archived_fits():
+    """dte_mlp's charge against the mean fit CPU of its archived runs (11 rows, 44-959 training rows, 7-411 inputs;
+    the flop-count model before charged the three rows with hundreds of inputs 3.4-4.4x)."""
+    from forestbench.workflow.methods import get_method
+
+    hook = get_method("dte_mlp")
+    rows = json.loads((Path(__file__).parent / "data" / "dte_mlp_measured_fit_cpu.json").read_text())["rows"]
+    assert len(rows) == 11
+    ratios = {r["dataset"]: hook.cost_of(r["n_train"], r["p"], r["d"], {}).fit_seconds / r["mean_fit_cpu_s"]
+              for r in rows}
+    assert all(0.8 <= x <= 1.3 for x in ratios.values()), ratios
+    # more rows or more inputs cost more; fewer inner folds cost less
+    base = hook.cost_of(300, 20, 3, {}).fit_seconds
+    assert hook.cost_of(600, 20, 3, {}).fit_seconds > base and hook.cost_of(300, 400, 3, {}).fit_seconds > base
+    assert hook.cost_of(300, 20, 3, {"cv": 3}).fit_seconds == pytest.approx(base * 13 / 21)
