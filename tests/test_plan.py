@@ -582,3 +582,19 @@ def test_mlp_cost_against_the_archived_fits():
     base = hook.cost_of(300, 20, 3, {}).fit_seconds
     assert hook.cost_of(600, 20, 3, {}).fit_seconds > base and hook.cost_of(300, 400, 3, {}).fit_seconds > base
     assert hook.cost_of(300, 20, 3, {"cv": 3}).fit_seconds == pytest.approx(base * 13 / 21)
+
+
+def test_erc_cost_against_the_archived_fits():
+    """dte_erc's charge against the mean fit CPU of its archived runs (10 rows; the generic forest model charged them
+    up to 9x)."""
+    from forestbench.workflow.methods import get_method
+
+    hook = get_method("dte_erc")
+    rows = json.loads((Path(__file__).parent / "data" / "dte_erc_measured_fit_cpu.json").read_text())["rows"]
+    assert len(rows) == 10
+    ratios = {r["dataset"]: hook.cost_of(r["n_train"], r["p"], r["d"], {"n_chains": r["n_chains"]}).fit_seconds
+              / r["mean_fit_cpu_s"] for r in rows}
+    assert all(0.6 <= x <= 2.5 for x in ratios.values()), ratios
+    base = hook.cost_of(300, 20, 4, {"n_chains": 10}).fit_seconds
+    assert hook.cost_of(300, 20, 4, {"n_chains": 5}).fit_seconds == pytest.approx(base / 2)
+    assert hook.cost_of(300, 200, 4, {"n_chains": 10}).fit_seconds > base
