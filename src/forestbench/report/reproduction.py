@@ -215,10 +215,6 @@ def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experi
     the methods we ran and the datasets where all of them ran (and are published), and our ranks are judged
     against those (see :func:`_compare_reranked`).
     """
-    if ref_cfg.get("cells") is not None:
-        if reference_dir is None:
-            raise ConfigError(f"experiments.{experiment}.reference: cells needs the reference folder")
-        return _compare_reranked(scores, ref, ref_cfg, experiment, Path(reference_dir))
     from forestbench import stats
     from forestbench.report.data import complete_rows, metric_direction, score_matrix, summarise
 
@@ -228,6 +224,10 @@ def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experi
     tol = float(ref_cfg.get("tolerance_rank", 0.5))
     ranks_ref = ref[ref["row_type"] == "average_rank"]
     to_variant = _mapping(ref_cfg, where, set(ranks_ref["method_id"]))
+    if ref_cfg.get("cells") is not None:
+        if reference_dir is None:
+            raise ConfigError(f"{where}: cells needs the reference folder")
+        return _compare_reranked(scores, ref_cfg, where, Path(reference_dir), ranks_ref, to_variant, alpha, tol)
     notes = []
     if len(to_variant) < len(ranks_ref):
         notes.append(f"only {len(to_variant)} of the {len(ranks_ref)} published methods are mapped: average ranks "
@@ -284,8 +284,8 @@ def _published_matrix(reference_dir: Path, cells_table: str, metric: str, where:
     return matrix.astype(float), directions == {"true"}
 
 
-def _compare_reranked(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experiment: str,
-                      reference_dir: Path) -> StatComparison:
+def _compare_reranked(scores: pd.DataFrame, ref_cfg: dict, where: str, reference_dir: Path, ranks_ref: pd.DataFrame,
+                      to_variant: dict[str, str], alpha: float, tol: float) -> StatComparison:
     """Our average ranks beside the published cells of ``cells`` re-ranked over the same methods and datasets.
 
     Compared: the mapped variants that ran on at least one dataset (a method that never runs, e.g. one without an
@@ -297,14 +297,9 @@ def _compare_reranked(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, ex
     from forestbench import stats
     from forestbench.report.data import complete_rows, metric_direction, score_matrix, summarise
 
-    where = f"experiments.{experiment}.reference"
     table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
     cells_table = str(ref_cfg["cells"])
-    alpha = float(ref_cfg.get("alpha", 0.05))
-    tol = float(ref_cfg.get("tolerance_rank", 0.5))
     dataset_map = {str(k): str(v) for k, v in (ref_cfg.get("datasets") or {}).items()}
-    ranks_ref = ref[ref["row_type"] == "average_rank"]
-    to_variant = _mapping(ref_cfg, where, set(ranks_ref["method_id"]))
     published, pub_higher = _published_matrix(reference_dir, cells_table, metric, where)
     missing_ids = sorted(set(to_variant) - set(published.columns))
     if missing_ids:
