@@ -15,8 +15,8 @@ _VARIANTS = {"X_TE": (True, True, False), "TE": (False, True, False), "X_OS": (T
 # training rows, 7-411 inputs and 2-16 outputs, 10 folds each, X_OS and the three cascades at PCA size 0.05. They
 # charge those rows 0.66-1.57x (median 1.01) and every dataset's total 0.76-1.30x. Measured after the fit, and charged
 # 0.82-1.01x: birds' five rows; 0.95-1.30x: the PCA-size search (eight fractions, inner 5-fold CV) on slump and edm.
-# The constants they replaced were measured on slower forests (before the per-tree streams of f4af004) and charged
-# the same rows 0.9-2.5x (median 1.5).
+# The constants they replaced were measured on slower forests (before the per-tree random streams were made lazy)
+# and charged the same rows 0.9-2.5x (median 1.5).
 _GRAM_S = 1.9e-9  # seconds per (row pair x tree) of the embedding's Gram products (the indicator kernel)
 _EIGEN_S = 4e-10  # seconds per rows^3 of the eigen-decomposition (LAPACK, many components)
 _LANCZOS_S = 1.65e-9  # seconds per (rows^2 x components) of Lanczos, up to 10 % of the rows
