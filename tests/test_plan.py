@@ -1,4 +1,5 @@
 """``forestbench plan``: job counts from the experiments expansion, core-hours from records or the stated model."""
+import functools
 import json
 import math
 from pathlib import Path
@@ -514,8 +515,14 @@ def test_local_rules_submit_no_slurm_job(tmp_path):
 
 
 # ------------------------------------------------------------------------------ DTE rows measured on real data
+@functools.lru_cache(maxsize=None)
+def _measured_rows(name):
+    """The rows of a ``tests/data`` file of measured DTE fits (read once per session)."""
+    return tuple(json.loads((Path(__file__).parent / "data" / name).read_text())["rows"])
+
+
 def _current_dte_rows():
-    return json.loads((Path(__file__).parent / "data" / "dte_current_measured_fit_cpu.json").read_text())["rows"]
+    return _measured_rows("dte_current_measured_fit_cpu.json")
 
 
 @pytest.mark.parametrize("dataset", sorted({r["dataset"] for r in _current_dte_rows()}))
@@ -556,8 +563,7 @@ def test_dte_search_cost_against_x_os_measured_alongside(dataset):
 
     from forestbench.workflow.methods import get_method
 
-    rows = {r["variant"]: r for r in json.loads((Path(__file__).parent / "data" / "dte_measured_fit_cpu.json")
-                                                .read_text())["rows"]
+    rows = {r["variant"]: r for r in _measured_rows("dte_measured_fit_cpu.json")
             if r["dataset"] == dataset and r["method"] == "deep_tree_ensemble"}
     assert {"X_TE", "TE", "X_OS_TE", "X_OS"} <= set(rows)
 
