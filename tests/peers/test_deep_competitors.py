@@ -102,3 +102,47 @@ def test_rakel_o_uses_2m_overlapping_subsets_and_vote_fractions(multilabel):
     assert P.shape == Y.shape and np.all((P >= 0) & (P <= 1))
     again = RakelOverlapping(random_state=0).fit(X, Y)
     assert [list(p) for p in again.model_.partition_] == [list(p) for p in m.model_.partition_]
+
+
+def _sparse_cases():
+    from forestbench.deep import DeepTreeEnsemble
+    from forestbench.peers._dte_competitors import RandomForestExtraTrees
+
+    small = dict(n_estimators=4, max_layers=2, os_folds=2, random_state=0)
+    return {
+        "dte-X_TE": lambda: DeepTreeEnsemble("X_TE", pca_fractions=[0.2], **small),
+        "dte-X_OS_TE": lambda: DeepTreeEnsemble("X_OS_TE", pca_fractions=[0.2], **small),
+        "rf_et": lambda: RandomForestExtraTrees(n_estimators=4, random_state=0),
+        "mldf": lambda: MultiLabelDeepForest("ranking_loss", first_n_estimators=3, step_n_estimators=1,
+                                             max_n_estimators=4, cv=2, max_layers=2, random_state=0),
+        "ecc": lambda: EnsembleOfClassifierChains(n_chains=2, random_state=0),
+        "mlp": lambda: TunedMLP(neurons=(4,), depths=(1,), cv=2, max_iter=20, random_state=0),
+        "ml_knn": lambda: TunedMLkNN(k_values=(3,), s_values=(1.0,), cv=2, random_state=0),
+        "rakel": lambda: RakelOverlapping(random_state=0),
+        "erc": lambda: EnsembleOfRegressorChains(n_chains=2, random_state=0),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_sparse_cases()))
+def test_sparse_inputs_give_the_predictions_of_their_dense_copy(multilabel, name):
+    """medical's and enron's inputs are stored sparse: the cascade and every competitor take them and predict what
+    they predict for the same values stored dense."""
+    import warnings
+
+    import scipy.sparse as sp
+
+    if name in ("ml_knn", "rakel"):
+        pytest.importorskip("skmultilearn")
+    X, Y = multilabel
+    X = np.where(X > 9, X, 0.0)   # word-count-like inputs, mostly zeros
+    assert (X == 0).mean() > 0.5
+    if name == "erc":
+        Y = X[:, :2] * 0.5 + Y[:, :2]
+    make = _sparse_cases()[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the tiny MLP and linear SVMs stop before converging
+        dense = make().fit(X[:70], Y[:70]).predict(X[70:])
+        for fmt in ("csr", "csc"):
+            model = make().fit(sp.csr_matrix(X[:70]).asformat(fmt), Y[:70])
+            np.testing.assert_array_equal(model.predict(sp.csr_matrix(X[70:])), dense)
+            np.testing.assert_array_equal(model.predict(X[70:]), dense)

@@ -41,9 +41,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from forestbench.deep._embedding import TreeEmbedding, forest_node_indicator, n_components_for
+from forestbench.deep._inputs import validate_dense
 from forestbench._target_scale import power_of_two_scale
 from forestbench.projections import ParameterError
 
@@ -340,7 +341,7 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Build ``max_layers`` layers on ``X`` (n, p) and ``y`` (n, d), then prune to the best training layer."""
-        X = validate_data(self, X, reset=True, dtype=np.float32, ensure_min_samples=2)
+        X = validate_dense(self, X, reset=True, dtype=np.float32, ensure_min_samples=2)
         Y, one_d, task = self._check_targets(y)
         if Y.shape[0] != X.shape[0]:
             raise ParameterError(f"X has {X.shape[0]} rows but y has {Y.shape[0]}")
@@ -584,14 +585,14 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
         """Average of the RF and ET of the selected layer after replaying layers 1..``n_layers_``: label
         probabilities for multi-label data, target values for regression, shape (n, d) ((n,) for a 1-D y)."""
         check_is_fitted(self, "layers_")
-        X = validate_data(self, X, reset=False, dtype=np.float32)
+        X = validate_dense(self, X, reset=False, dtype=np.float32)
         return self._finish(self._replay(self.layers_, self.n_layers_, X))
 
     @available_if(lambda self: bool(self.keep_all_layers))
     def staged_predict(self, X):
         """Prediction of every built layer, layer 1 first (only with ``keep_all_layers=True``)."""
         check_is_fitted(self, "layers_")
-        X = validate_data(self, X, reset=False, dtype=np.float32)
+        X = validate_dense(self, X, reset=False, dtype=np.float32)
         for P in self._replay(self.layers_, len(self.layers_), X, every=True):
             yield self._finish(P)
 

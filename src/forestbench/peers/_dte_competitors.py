@@ -30,9 +30,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from forestbench.deep._cascade import _PRED_ET, _PRED_RF, _forest, as_seed_sequence, layer_seed
+from forestbench.deep._inputs import validate_dense
 from forestbench._target_scale import power_of_two_scale
 from forestbench.projections import ParameterError
 
@@ -92,7 +93,7 @@ class RandomForestExtraTrees(_ScoresMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        X = validate_data(self, X, reset=True, dtype=np.float32)
+        X = validate_dense(self, X, reset=True, dtype=np.float32)
         Y, self._one_d = _targets(y, n_rows=X.shape[0])
         # targets whose squares overflow are standardised from y / 2**e (exact; predict multiplies back)
         self._y_pow2 = power_of_two_scale(Y)
@@ -112,7 +113,7 @@ class RandomForestExtraTrees(_ScoresMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "rf_")
-        X = validate_data(self, X, reset=False, dtype=np.float32)
+        X = validate_dense(self, X, reset=False, dtype=np.float32)
         P = 0.5 * (self.rf_.predict(X).reshape(X.shape[0], -1) + self.et_.predict(X).reshape(X.shape[0], -1))
         P = P * self._scale + self._mean
         if self._y_pow2 != 1.0:
@@ -164,7 +165,7 @@ class MultiLabelDeepForest(_ScoresMixin, BaseEstimator):
     def fit(self, X, y):
         from forestbench.metrics import get_metric
 
-        X = validate_data(self, X, reset=True, dtype=np.float32, ensure_min_samples=2)
+        X = validate_dense(self, X, reset=True, dtype=np.float32, ensure_min_samples=2)
         Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         if X.shape[0] < self.cv:
             raise ParameterError(f"cv={self.cv} needs at least as many training rows, got {X.shape[0]}")
@@ -208,7 +209,7 @@ class MultiLabelDeepForest(_ScoresMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "layers_")
-        X = validate_data(self, X, reset=False, dtype=np.float32)
+        X = validate_dense(self, X, reset=False, dtype=np.float32)
         inp = X
         for i, models in enumerate(self.layers_):
             p_rf = sum(rf.predict(inp).reshape(X.shape[0], -1) for rf, _ in models) / len(models)
@@ -242,7 +243,7 @@ class EnsembleOfRegressorChains(_ScoresMixin, BaseEstimator):
         from sklearn.multioutput import RegressorChain
         from sklearn.tree import DecisionTreeRegressor
 
-        X = validate_data(self, X, reset=True, dtype=np.float64)
+        X = validate_dense(self, X, reset=True, dtype=np.float64)
         Y, self._one_d = _targets(y, n_rows=X.shape[0])
         # the chains give the targets to scikit-learn's trees as float32 features: past 2**100 they are scaled by
         # an exact power of two (float32 rounding commutes with it) and the predictions multiplied back
@@ -258,7 +259,7 @@ class EnsembleOfRegressorChains(_ScoresMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "chains_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_dense(self, X, reset=False, dtype=np.float64)
         P = sum(c.predict(X) for c in self.chains_) / len(self.chains_)
         if self._y_pow2 != 1.0:
             P = P * self._y_pow2
@@ -280,7 +281,7 @@ class EnsembleOfClassifierChains(_ScoresMixin, BaseEstimator):
         from sklearn.multioutput import ClassifierChain
         from sklearn.tree import DecisionTreeClassifier
 
-        X = validate_data(self, X, reset=True, dtype=np.float64)
+        X = validate_dense(self, X, reset=True, dtype=np.float64)
         Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         self.chains_ = []
         for i in range(self.n_chains):
@@ -291,7 +292,7 @@ class EnsembleOfClassifierChains(_ScoresMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "chains_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_dense(self, X, reset=False, dtype=np.float64)
         return sum(np.asarray(c.predict_proba(X)) for c in self.chains_) / len(self.chains_)
 
 
@@ -330,7 +331,7 @@ class TunedMLP(_ScoresMixin, BaseEstimator):
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        X = validate_data(self, X, reset=True, dtype=np.float64)
+        X = validate_dense(self, X, reset=True, dtype=np.float64)
         Y, self._one_d = _targets(y, n_rows=X.shape[0])
         binary = bool(np.all((Y == 0) | (Y == 1)))
         task = ("multilabel" if binary and Y.shape[1] > 1 else "regression") if self.task == "auto" else self.task
@@ -364,7 +365,7 @@ class TunedMLP(_ScoresMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "search_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_dense(self, X, reset=False, dtype=np.float64)
         if self.task_ == "multilabel":
             return np.asarray(self.search_.predict_proba(X))
         P = np.asarray(self.search_.predict(X))
@@ -410,7 +411,7 @@ class TunedMLkNN(_ScoresMixin, BaseEstimator):
         from sklearn.metrics import roc_auc_score
         from sklearn.model_selection import KFold
 
-        X = validate_data(self, X, reset=True, dtype=np.float64)
+        X = validate_dense(self, X, reset=True, dtype=np.float64)
         Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         Yi = Y.astype(int)
         kf = KFold(self.cv, shuffle=True, random_state=_seed_int(self.random_state, 0))
@@ -431,7 +432,7 @@ class TunedMLkNN(_ScoresMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "model_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_dense(self, X, reset=False, dtype=np.float64)
         return _dense(self.model_.predict_proba(X))
 
     def run_info_(self):
@@ -462,7 +463,7 @@ class RakelOverlapping(_ScoresMixin, BaseEstimator):
         from skmultilearn.ensemble import RakelO
         from sklearn.svm import LinearSVC
 
-        X = validate_data(self, X, reset=True, dtype=np.float64)
+        X = validate_dense(self, X, reset=True, dtype=np.float64)
         Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
         m = Y.shape[1]
         count = self.model_count or 2 * m
@@ -486,7 +487,7 @@ class RakelOverlapping(_ScoresMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "model_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_dense(self, X, reset=False, dtype=np.float64)
         votes = np.zeros((X.shape[0], self.n_labels_))
         cover = np.zeros(self.n_labels_)
         model = self.model_
