@@ -68,3 +68,34 @@ def test_runs_that_keep_every_layer_give_each_readings_test_score_beside_the_pub
     assert got == {"oob": (3.5, 0.785, 2), "train": (round(4 / 3, 4), round((0.81 + 0.72 + 0.61) / 3, 4), 3)}
     assert "1 (run, reading) pair(s) left out of the third table" in (tmp_path / "out" / "report.md").read_text()
     assert set(table["published"]) == {0.827} and set(table["published layers"]) == {8.89}
+
+
+def test_layer_curves_are_written_as_means_over_the_repeats_and_spread_is_checked(tmp_path):
+    """The curves' CSV (the numbers of the figure): per dataset, variant, set and layer the mean, std and count
+    over the repeats; ``spread: none`` draws the mean curves alone, an unknown spread names itself."""
+    import pytest
+
+    from forestbench.errors import ConfigError
+
+    base = {"experiment": "dte", "dataset": "genbase", "method": "deep_tree_ensemble", "variant": "X_TE",
+            "metric": "micro_auc", "higher_is_better": True, "fit_wall_s": 1.0, "fit_cpu_s": 1.0}
+    rows = []
+    for repeat, (curve, train) in enumerate([((0.90, 0.94), (0.99, 1.0)), ((0.80, 0.86), (0.97, 0.98))]):
+        rows.append({**base, "repeat": repeat, "seed": repeat, "value": curve[1], "step": np.nan,
+                     "extra.n_layers": 2, "extra.train_layer_1": train[0], "extra.train_layer_2": train[1]})
+        rows += [{**base, "repeat": repeat, "seed": repeat, "value": v, "step": s} for s, v in enumerate(curve, 1)]
+    csv = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    cfg = {"description": "cascade", "source": "DTE", "datasets": ["genbase"], "metrics": ["micro_auc"],
+           "reports": [{"kind": "layers", "metric": "micro_auc", "spread": "none"}]}
+    build_experiment_report(csv, "dte", cfg, tmp_path / "reference", tmp_path / "out")
+    curves = pd.read_csv(next((tmp_path / "out" / "tables").glob("*_curves.csv")))
+    got = {(r.set, r.layer): (r.mean, r.std, r.runs) for r in curves.itertuples()}
+    assert got == {("test", 1): (0.85, round(np.std([0.9, 0.8], ddof=1), 4), 2),
+                   ("test", 2): (0.9, round(np.std([0.94, 0.86], ddof=1), 4), 2),
+                   ("training", 1): (0.98, round(np.std([0.99, 0.97], ddof=1), 4), 2),
+                   ("training", 2): (0.99, round(np.std([1.0, 0.98], ddof=1), 4), 2)}
+    assert "curves CSV" in (tmp_path / "out" / "report.md").read_text()
+    cfg["reports"] = [{"kind": "layers", "metric": "micro_auc", "spread": "se"}]
+    with pytest.raises(ConfigError, match="spread must be 'sd'.*got 'se'"):
+        build_experiment_report(csv, "dte", cfg, tmp_path / "reference", tmp_path / "out2")

@@ -491,7 +491,8 @@ def _layers(ctx: Context, spec: dict, slug: str) -> Section:
     columns) beside the test score of every layer (staged rows of ``metric``), means over repeats, plus a table of
     the selected layer counts (``extra.n_layers``). Runs that keep every layer (staged test scores) also give, per
     reading of the pruning score, the layers it selects and the test score there; ``published: [{table, methods}]``
-    puts the paper's score and layer count beside them."""
+    puts the paper's score and layer count beside them. The curves' means, stds and counts go to a CSV;
+    ``spread: none`` draws the mean curves alone (as the DTE paper's Figure 6), ``sd`` (default) adds ± std bars."""
     metric = str(spec["metric"])
     sec = Section("layers", f"{metric} per layer: training (dashed) and test (solid) curves")
     scores = ctx.restrict(ctx.scores, spec)
@@ -546,7 +547,18 @@ def _layers(ctx: Context, spec: dict, slug: str) -> Section:
                              "of the selected layer (runs that keep every layer)"
                              + (", beside the published score and layer count" if not published.empty else ""))
     frame = pd.DataFrame(rows, columns=["dataset", "variant", "layer", "value", "curve"])
-    return _line_figure(ctx, sec, slug, figures.layer_curves_plot, frame, metric)
+    spread = str(spec.get("spread", "sd"))
+    if spread not in ("sd", "none"):
+        raise ConfigError(f"layers report of {ctx.experiment}: spread must be 'sd' (mean ± std over the repeats) "
+                          f"or 'none' (the mean curve alone), got {spec.get('spread')!r}")
+    if not frame.empty:
+        # the numbers behind the figure: per curve and layer, the mean, std and count over the repeats
+        frame["set"] = np.where(frame["curve"].str.endswith(" train"), "training", "test")
+        by = frame.groupby(["dataset", "variant", "set", "layer"])["value"]
+        curves = by.agg(mean="mean", std="std", runs="size").reset_index().round(4)
+        sec.files["curves CSV"] = ctx.write(ctx.out_dir / "tables" / f"{slug}_curves.csv", curves.to_csv(index=False))
+        frame = frame.drop(columns="set")
+    return _line_figure(ctx, sec, slug, figures.layer_curves_plot, frame, metric, spread == "sd")
 
 
 def selection_sections(ctx: Context, selection: pd.DataFrame) -> list[Section]:

@@ -20,7 +20,7 @@ from forestbench import stats  # noqa: E402
 from forestbench._io import atomic_path  # noqa: E402
 from forestbench.report.data import axis_values  # noqa: E402
 
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 PALETTE = "colorblind"
 _PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
@@ -238,9 +238,9 @@ def convergence_plot(rows: pd.DataFrame, metric: str, hue: str = "variant", x: s
                             logx=logx)
 
 
-def layer_curves_plot(rows: pd.DataFrame, metric: str):
+def layer_curves_plot(rows: pd.DataFrame, metric: str, spread: bool = True):
     """Training and test ``metric`` against the layer of a cascade, one panel per dataset, one colour per variant
-    (training dashed, test solid); mean ± std over repeats."""
+    (training dashed, test solid); the mean over repeats, ± std bars with ``spread``. Layers are whole numbers."""
     data = rows.copy()
     data["set"] = np.where(data["curve"].str.endswith(" train"), "training", "test")
     datasets = list(dict.fromkeys(data["dataset"]))
@@ -248,11 +248,13 @@ def layer_curves_plot(rows: pd.DataFrame, metric: str):
     with _style():
         grid = sns.relplot(data=data, x="layer", y="value", col="dataset", col_wrap=min(4, len(datasets)),
                            col_order=datasets, kind="line", hue="variant", hue_order=variants, style="set",
-                           style_order=["test", "training"], markers=True, errorbar="sd", err_style="bars",
-                           palette=sns.color_palette(PALETTE, len(variants)),
+                           style_order=["test", "training"], markers=True, errorbar="sd" if spread else None,
+                           err_style="bars", palette=sns.color_palette(PALETTE, len(variants)),
                            facet_kws={"sharey": False, "sharex": True}, height=2.8, aspect=1.25)
         grid.set_axis_labels("layer", metric)
         grid.set_titles("{col_name}")
+        for ax in grid.axes.flat:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return grid.figure
 
 
