@@ -60,7 +60,7 @@ def test_runs_that_keep_every_layer_give_each_readings_test_score_beside_the_pub
                    "mean_layers": 8.89}]).to_csv(ref / "t9.csv", index=False)
     cfg = {"description": "cascade", "source": "DTE", "datasets": ["yeast"], "metrics": ["micro_auc"],
            "reports": [{"kind": "layers", "metric": "micro_auc",
-                        "published": [{"table": "t9", "methods": {"X_OS": "x_os"}}]}]}
+                        "published": [{"table": "t9", "methods": {"X_OS": "x_os", "X_OS-other": "x_os"}}]}]}
     build_experiment_report(csv, "dte", cfg, ref, tmp_path / "out")
     table = pd.read_csv(next((tmp_path / "out" / "tables").glob("*_readings.csv")))
     got = {r.reading: (r.layers, r.test_micro_auc, r.runs) for r in
@@ -68,6 +68,13 @@ def test_runs_that_keep_every_layer_give_each_readings_test_score_beside_the_pub
     assert got == {"oob": (3.5, 0.785, 2), "train": (round(4 / 3, 4), round((0.81 + 0.72 + 0.61) / 3, 4), 3)}
     assert "1 (run, reading) pair(s) left out of the third table" in (tmp_path / "out" / "report.md").read_text()
     assert set(table["published"]) == {0.827} and set(table["published layers"]) == {8.89}
+    # two of our variants mapped to one published method: each gets its cell (only X_OS ran here)
+    from forestbench.report.experiment import _published_layers
+
+    class _Ctx:
+        reference_dir = ref
+    published = _published_layers(_Ctx(), cfg["reports"][0], "micro_auc")
+    assert sorted(published["variant"]) == ["X_OS", "X_OS-other"] and set(published["published"]) == {0.827}
 
 
 def test_layer_curves_are_written_as_means_over_the_repeats_and_spread_is_checked(tmp_path):

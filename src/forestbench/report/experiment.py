@@ -475,10 +475,10 @@ def _published_layers(ctx: Context, spec: dict, metric: str) -> pd.DataFrame:
                               f"method_id}}}}, got {entry!r}")
         frame, _ = reproduction.read_reference(ctx.reference_dir or Path("config/reference"), str(entry["table"]))
         frame = frame[frame["metric"] == metric]
-        ids = {str(v): k for k, v in entry["methods"].items()}
         for r in frame.itertuples():
-            if r.method_id in ids:
-                rows.append({"dataset": r.dataset_id, "variant": ids[r.method_id],
+            # several of our variants may stand for one published method (selected and fixed PCA fraction)
+            for variant in (k for k, v in entry["methods"].items() if str(v) == r.method_id):
+                rows.append({"dataset": r.dataset_id, "variant": variant,
                              "published": float(r.value) if r.value else float("nan"),
                              "published layers": float(r.mean_layers) if getattr(r, "mean_layers", "") else
                              float("nan")})
