@@ -146,3 +146,20 @@ def test_sparse_inputs_give_the_predictions_of_their_dense_copy(multilabel, name
             model = make().fit(sp.csr_matrix(X[:70]).asformat(fmt), Y[:70])
             np.testing.assert_array_equal(model.predict(sp.csr_matrix(X[70:])), dense)
             np.testing.assert_array_equal(model.predict(X[70:]), dense)
+
+
+def test_ecc_predicts_a_label_constant_in_training_as_that_constant(multilabel):
+    """medical's rare labels can miss a training fold: ECC's chains then run over the other labels (as if the
+    constant ones were not there) and the constant labels get their value; without constant labels nothing
+    changes."""
+    X, Y = multilabel
+    Yc = np.column_stack([Y[:, :2], np.zeros(len(Y), int), Y[:, 2:], np.ones(len(Y), int)])
+    got = EnsembleOfClassifierChains(n_chains=3, random_state=0).fit(X[:70], Yc[:70]).predict(X[70:])
+    alone = EnsembleOfClassifierChains(n_chains=3, random_state=0).fit(X[:70], Y[:70]).predict(X[70:])
+    assert got.shape == (30, 6)
+    np.testing.assert_array_equal(got[:, 2], 0.0)
+    np.testing.assert_array_equal(got[:, 5], 1.0)
+    np.testing.assert_array_equal(got[:, [0, 1, 3, 4]], alone)
+    # every label constant: no chain, the constants
+    const = EnsembleOfClassifierChains(n_chains=3, random_state=0).fit(X[:70], Yc[:70][:, [2, 5]])
+    assert const.chains_ == [] and np.array_equal(const.predict(X[70:]), np.tile([0.0, 1.0], (30, 1)))

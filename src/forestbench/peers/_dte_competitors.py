@@ -268,7 +268,9 @@ class EnsembleOfRegressorChains(_ScoresMixin, BaseEstimator):
 
 class EnsembleOfClassifierChains(_ScoresMixin, BaseEstimator):
     """ECC: ``n_chains`` scikit-learn ``ClassifierChain`` of fully grown decision trees with random label
-    orders; the chains' label probabilities are averaged."""
+    orders; the chains' label probabilities are averaged. A label constant over the training rows (a rare label of
+    medical can miss a whole training fold) has no classifier with two classes: it is predicted as that constant,
+    and the chains (their random orders too) run over the other labels."""
 
     _parameter_constraints = EnsembleOfRegressorChains._parameter_constraints
 
@@ -283,17 +285,26 @@ class EnsembleOfClassifierChains(_ScoresMixin, BaseEstimator):
 
         X = validate_dense(self, X, reset=True, dtype=np.float64)
         Y, _ = _targets(y, multilabel=True, n_rows=X.shape[0])
+        Y = Y.astype(int)
+        self.varying_ = Y.min(axis=0) != Y.max(axis=0)
+        self.constant_values_ = Y[0].astype(np.float64)   # used where a label does not vary
         self.chains_ = []
+        if not self.varying_.any():
+            return self
+        Yv = Y if self.varying_.all() else Y[:, self.varying_]
         for i in range(self.n_chains):
             seed = _seed_int(self.random_state, i)
             chain = ClassifierChain(DecisionTreeClassifier(random_state=seed), order="random", random_state=seed)
-            self.chains_.append(chain.fit(X, Y.astype(int)))
+            self.chains_.append(chain.fit(X, Yv))
         return self
 
     def predict(self, X):
         check_is_fitted(self, "chains_")
         X = validate_dense(self, X, reset=False, dtype=np.float64)
-        return sum(np.asarray(c.predict_proba(X)) for c in self.chains_) / len(self.chains_)
+        P = np.tile(self.constant_values_, (X.shape[0], 1))
+        if self.chains_:
+            P[:, self.varying_] = sum(np.asarray(c.predict_proba(X)) for c in self.chains_) / len(self.chains_)
+        return P
 
 
 # --------------------------------------------------------------------------------------------------------- MLP
