@@ -85,7 +85,8 @@ NEED_REAL_VALUED_Y = [
     "check_regressor_multioutput", "check_regressors_no_decision_function", "check_supervised_y_2d",
     "check_regressors_int", "check_methods_sample_order_invariance", "check_methods_subset_invariance",
     "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent", "check_fit_check_is_fitted",
-    "check_n_features_in", "check_fit2d_predict1d",
+    "check_n_features_in", "check_fit2d_predict1d", "check_estimator_sparse_array", "check_estimator_sparse_matrix",
+    "check_estimator_sparse_tag",
 ]
 MULTI_LABEL_ONLY = {name: "multi-label only by design: fits 0/1 label matrices of two or more columns, and the "
                           "check's targets are real-valued or one column" for name in NEED_REAL_VALUED_Y}

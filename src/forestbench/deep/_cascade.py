@@ -337,6 +337,11 @@ class DeepTreeEnsemble(MultiOutputMixin, RegressorMixin, BaseEstimator):
                                      f"{np.shape(y)}; pass task='regression' for a single 0/1 output")
         return Y, one_d, task
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True   # a sparse X is made dense (validate_dense)
+        return tags
+
     # ------------------------------------------------------------------------------------------------- fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

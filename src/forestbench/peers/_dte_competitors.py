@@ -70,6 +70,11 @@ def _seed_int(random_state, *keys):
 class _ScoresMixin(MultiOutputMixin, RegressorMixin):
     """A regressor whose ``predict`` gives one column per output (one score per label for label matrices)."""
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True   # a sparse X is made dense (validate_dense)
+        return tags
+
 
 # ----------------------------------------------------------------------------------------------------- RF + ET
 class RandomForestExtraTrees(_ScoresMixin, BaseEstimator):
