@@ -296,7 +296,7 @@ class EnsembleOfClassifierChains(_ScoresMixin, BaseEstimator):
         self.chains_ = []
         if not self.varying_.any():
             return self
-        Yv = Y if self.varying_.all() else Y[:, self.varying_]
+        Yv = Y[:, self.varying_]
         for i in range(self.n_chains):
             seed = _seed_int(self.random_state, i)
             chain = ClassifierChain(DecisionTreeClassifier(random_state=seed), order="random", random_state=seed)

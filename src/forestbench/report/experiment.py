@@ -504,10 +504,10 @@ def _layers(ctx: Context, spec: dict, slug: str) -> Section:
         layer = int(col.rsplit("_", 1)[1])
         part = finals[finals[col].notna()]
         rows += [{"dataset": r.dataset, "variant": r.variant, "layer": layer, "value": float(r[col]),
-                  "curve": f"{r.variant} train"} for _, r in part.iterrows()]
+                  "set": "training"} for _, r in part.iterrows()]
     test = scores[(scores["metric"] == metric) & scores["step"].notna() & scores["value"].notna()]
     rows += [{"dataset": r.dataset, "variant": r.variant, "layer": int(r.step), "value": float(r.value),
-              "curve": f"{r.variant} test"} for _, r in test.iterrows()]
+              "set": "test"} for _, r in test.iterrows()]
     if "extra.n_layers" in finals.columns and finals["extra.n_layers"].notna().any():
         chosen = finals[finals["extra.n_layers"].notna()]
         table = (chosen.groupby(["dataset", "variant"], sort=False)["extra.n_layers"].mean().unstack("variant")
@@ -546,18 +546,16 @@ def _layers(ctx: Context, spec: dict, slug: str) -> Section:
             sec.notes.append(f"third table: per reading, the mean selected layer count and the mean test {metric} "
                              "of the selected layer (runs that keep every layer)"
                              + (", beside the published score and layer count" if not published.empty else ""))
-    frame = pd.DataFrame(rows, columns=["dataset", "variant", "layer", "value", "curve"])
+    frame = pd.DataFrame(rows, columns=["dataset", "variant", "layer", "value", "set"])
     spread = str(spec.get("spread", "sd"))
     if spread not in ("sd", "none"):
         raise ConfigError(f"layers report of {ctx.experiment}: spread must be 'sd' (mean ± std over the repeats) "
                           f"or 'none' (the mean curve alone), got {spec.get('spread')!r}")
     if not frame.empty:
         # the numbers behind the figure: per curve and layer, the mean, std and count over the repeats
-        frame["set"] = np.where(frame["curve"].str.endswith(" train"), "training", "test")
         by = frame.groupby(["dataset", "variant", "set", "layer"])["value"]
         curves = by.agg(mean="mean", std="std", runs="size").reset_index().round(4)
         sec.files["curves CSV"] = ctx.write(ctx.out_dir / "tables" / f"{slug}_curves.csv", curves.to_csv(index=False))
-        frame = frame.drop(columns="set")
     return _line_figure(ctx, sec, slug, figures.layer_curves_plot, frame, metric, spread == "sd")
 
 

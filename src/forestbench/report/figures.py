@@ -241,8 +241,7 @@ def convergence_plot(rows: pd.DataFrame, metric: str, hue: str = "variant", x: s
 def layer_curves_plot(rows: pd.DataFrame, metric: str, spread: bool = True):
     """Training and test ``metric`` against the layer of a cascade, one panel per dataset, one colour per variant
     (training dashed, test solid); the mean over repeats, ± std bars with ``spread``. Layers are whole numbers."""
-    data = rows.copy()
-    data["set"] = np.where(data["curve"].str.endswith(" train"), "training", "test")
+    data = rows   # columns dataset, variant, layer, value and set ("training" or "test")
     datasets = list(dict.fromkeys(data["dataset"]))
     variants = list(dict.fromkeys(data["variant"]))
     with _style():
