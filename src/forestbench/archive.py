@@ -508,7 +508,7 @@ def import_scores(scores_csv: Path, archive: Path, plan, experiment: str, note: 
     gives it now."""
     import pandas as pd
 
-    from forestbench.workflow.collect import COLUMNS
+    from forestbench.workflow.collect import REQUIRED_COLUMNS
 
     scores_csv, archive = Path(scores_csv), Path(archive)
     if experiment not in plan.experiments:
@@ -517,7 +517,7 @@ def import_scores(scores_csv: Path, archive: Path, plan, experiment: str, note: 
         frame = pd.read_csv(scores_csv)
     except (OSError, ValueError) as exc:
         raise DataError(f"{scores_csv}: unreadable scores table ({exc})") from None
-    missing = [c for c in COLUMNS if c not in frame.columns]
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"{scores_csv}: not a scores table of forestbench collect (lacks {', '.join(missing)})")
     if frame.empty or not (frame["experiment"] == experiment).all():
@@ -564,7 +564,7 @@ def collected(archive: Path, experiment: str, workdir: Path):
     its (dataset, variant, repeat)."""
     import pandas as pd
 
-    from forestbench.workflow.collect import COLUMNS, collect, collect_selection
+    from forestbench.workflow.collect import COLUMNS, REQUIRED_COLUMNS, collect, collect_selection
 
     archive, workdir = Path(archive), Path(workdir)
     paths = []
@@ -579,9 +579,10 @@ def collected(archive: Path, experiment: str, workdir: Path):
     imported = archive / experiment / IMPORTED / "scores.csv"
     if imported.exists():
         extra = pd.read_csv(imported)
-        if not set(COLUMNS) <= set(extra.columns):
+        if not set(REQUIRED_COLUMNS) <= set(extra.columns):
             raise DataError(f"{imported}: lacks the scores column(s) "
-                            f"{', '.join(c for c in COLUMNS if c not in extra.columns)}")
+                            f"{', '.join(c for c in REQUIRED_COLUMNS if c not in extra.columns)}")
+        extra = extra.reindex(columns=list(dict.fromkeys([*extra.columns, *COLUMNS])))  # added columns: empty
         if not (extra["experiment"] == experiment).all():
             raise DataError(f"{imported}: holds rows of another experiment than {experiment}")
         if not scores.empty:

@@ -239,3 +239,24 @@ def test_timing_report_puts_ratios_beside_the_published_times(tmp_path):
     cfg["reports"][0]["baseline"] = "nope"
     with pytest.raises(ConfigError, match="baseline 'nope'"):
         build_experiment_report(scores_csv, "table_5_1", cfg, REFERENCE_DIR, tmp_path / "out2")
+
+
+def test_cd_diagram_leaves_out_a_dataset_whose_cell_is_under_way(tmp_path):
+    """A cell with fewer repeats than the others (a run under way) is not ranked on its partial mean: its dataset
+    leaves the diagram, and the note names the cell with its count."""
+    import copy
+
+    from report_fixtures import make_scores
+    scores = make_scores()
+    repeats = sorted(set(scores["repeat"]))
+    assert len(repeats) >= 2
+    cut = (scores["dataset"] == "scene") & (scores["variant"] == "rf") & (scores["repeat"] == repeats[0])
+    scores_csv = tmp_path / "scores.csv"
+    scores[~cut].to_csv(scores_csv, index=False)
+    out = tmp_path / "report"
+    build_experiment_report(scores_csv, "table_5_1", copy.deepcopy(EXPERIMENT_CFG), REFERENCE_DIR, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    cd = next(s for s in manifest["sections"] if s["kind"] == "cd_diagram")
+    assert cd["data"]["n_datasets"] == 3      # 4 complete datasets in the full table
+    notes = " ".join(cd["notes"])
+    assert f"scene / rf ({len(repeats) - 1} of {len(repeats)})" in notes and "scene" in notes.split("left out")[-1]

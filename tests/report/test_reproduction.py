@@ -88,6 +88,11 @@ def test_a_cell_with_fewer_repeats_than_the_others_is_shown_unjudged():
     counts = rep.counts()
     assert (counts["run"], counts["judged"], counts["out_of_tolerance"], counts["partial"]) == (2, 1, 0, 1)
     assert any("sf1 / xte (2 of 10)" in note for note in rep.notes)
+    # sf1 alone, at 2 of its protocol's 10 folds: told by the split count the run records give
+    alone = summary[summary["dataset"] == "sf1"]
+    assert reproduction.compare(alone, cfg, REFERENCE_DIR, "dte4").counts()["partial"] == 0    # nothing to tell by
+    told = reproduction.compare(alone.assign(n_splits=10), cfg, REFERENCE_DIR, "dte4")
+    assert told.counts()["partial"] == 1 and any("sf1 / xte (2 of 10)" in note for note in told.notes)
 
 
 @pytest.mark.parametrize("cfg,match", [
@@ -255,6 +260,35 @@ def test_cd_figure_reranks_published_cells_over_what_ran():
     # fewer than two complete datasets: nothing is judged
     one = reproduction.compare_any(scores[scores["dataset"] == "jura"], cfg, REFERENCE_DIR, "dte_table_4")
     assert one.counts()["judged"] == 0 and one.counts()["not_run"] == 5
+
+
+def test_cd_figure_leaves_out_datasets_with_cells_under_way():
+    """The re-ranked comparison of the last test, with andro now run by every method but one of its cells at 1 of
+    2 repeats: andro is left out, and the ranks are those over jura and slump. With the protocol's split count
+    tabulated (``n_splits``), a dataset whose every cell is under way is left out too, and a dataset split once
+    (a given split) beside datasets split twice is complete."""
+    cells = {("jura", "rf_et"): 0.5, ("jura", "X_TE"): 0.6, ("jura", "mlp"): 0.7,
+             ("slump", "rf_et"): 0.8, ("slump", "X_TE"): 0.9, ("slump", "mlp"): 0.7,
+             ("andro", "rf_et"): 0.9, ("andro", "X_TE"): 0.1, ("andro", "mlp"): 0.5}
+    one = _dte4_scores(cells)
+    two = pd.concat([one, one.assign(repeat=1)], ignore_index=True)
+    scores = two[~((two["dataset"] == "andro") & (two["variant"] == "mlp") & (two["repeat"] == 1))]
+    cfg = {"table": "dte_figure_4_cd", "metric": "arrmse", "cells": "dte_table_4",
+           "methods": {"rf_et": "rf_et", "X_TE": "x_te", "mlp": "mlp"}}
+    rep = reproduction.compare_any(scores, cfg, REFERENCE_DIR, "dte_table_4")
+    ours = rep.frame.set_index("item")["ours"]
+    assert (ours["rf_et"], ours["X_TE"], ours["mlp"]) == pytest.approx((1.5, 2.5, 2.0))
+    notes = " ".join(rep.notes)
+    assert "andro / mlp (1 of 2)" in notes and "over 2 dataset(s) (jura, slump)" in notes
+    # every andro cell at 1 of 2: without the protocol's split count, the largest count of any cell is the rule
+    andro_first = two[(two["dataset"] != "andro") | (two["repeat"] == 0)]
+    for frame in (andro_first, andro_first.assign(n_splits=2)):
+        notes = " ".join(reproduction.compare_any(frame, cfg, REFERENCE_DIR, "dte_table_4").notes)
+        assert "over 2 dataset(s) (jura, slump)" in notes and "andro / X_TE (1 of 2)" in notes
+    # andro split once by its protocol (a given split): complete, ranked with the others
+    given = andro_first.assign(n_splits=np.where(andro_first["dataset"] == "andro", 1, 2))
+    notes = " ".join(reproduction.compare_any(given, cfg, REFERENCE_DIR, "dte_table_4").notes)
+    assert "over 3 dataset(s)" in notes and "1 of 2" not in notes
 
 
 def test_cd_figure_cells_must_hold_the_metric_and_methods():

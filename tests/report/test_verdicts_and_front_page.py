@@ -173,3 +173,26 @@ def test_versions_stay_text_and_collect_writes_them(tmp_path):
     versions = package_versions(load_scores(tmp_path / "s.csv"))
     assert versions == {"numpy": {"1.10": 1}, "scikit-learn": {"1.5.2": 1}}     # "1.10" is not the number 1.1
     assert summarise(load_scores(tmp_path / "s.csv"), "mse")["mean"].tolist() == [1.0]
+
+
+@pytest.mark.parametrize("protocol,splits", [
+    ({"type": "kfold", "n_splits": 10, "repeats": 1, "shuffle": False}, 10),
+    ({"type": "random", "n_train": 300, "n_test": 4000, "repeats": 5}, 5),
+    ({"type": "given", "n_given": 30}, 30),
+    ({"type": "given"}, 1),
+    (None, None),                          # a record that does not name its protocol
+    ({"type": "no-such-type"}, None),
+])
+def test_collect_tabulates_the_protocols_split_count_and_summarise_keeps_it(tmp_path, protocol, splits):
+    from forestbench.workflow.collect import record_rows
+
+    record = {"experiment": "e", "dataset": "d", "method": "m", "variant": "v", "repeat": 0, "params": {},
+              "scores": {"mse": 1.0}, "higher_is_better": {"mse": False}, "data": {"protocol": protocol}}
+    rows = pd.DataFrame(record_rows(record))
+    assert (rows["n_splits"].tolist() == [splits]) if splits is not None else rows["n_splits"].isna().all()
+    rows.to_csv(tmp_path / "s.csv", index=False)
+    summary = summarise(load_scores(tmp_path / "s.csv"), "mse")
+    if splits is None:
+        assert "n_splits" not in summary.columns
+    else:
+        assert summary["n_splits"].tolist() == [splits]

@@ -20,7 +20,7 @@ from forestbench.report import figures, input_layouts, reproduction, tables
 from forestbench.report import teaching  # noqa: F401  (defines and registers the oob_curve kind)
 from forestbench.report.data import (TIME_COLUMNS, add_variant_group, complete_rows, final_rows, load_scores,
                                      metric_direction, mixed_versions, ordered_unique, package_versions,
-                                     score_matrix, summarise, versions_text)
+                                     score_matrix, summarise, versions_text, without_partial)
 from forestbench.report.kinds import MANIFEST, REPORT_KINDS, Context, ReportFn, Section, report_kind
 from forestbench.report.verdicts import verdict_counts, verdict_text
 from forestbench.workflow.variants import variant_names
@@ -99,15 +99,18 @@ def _cd_diagram(ctx: Context, spec: dict, slug: str) -> Section:
     alpha = float(spec.get("alpha", 0.05))
     label = f" ({spec['label']})" if spec.get("label") else ""
     hib = _direction(ctx, metric, spec)
-    matrix = score_matrix(summarise(ctx.scores, metric), ctx.datasets_for(spec), ctx.variants_for(spec))
+    summary, partial = without_partial(summarise(ctx.scores, metric))
+    matrix = score_matrix(summary, ctx.datasets_for(spec), ctx.variants_for(spec))
     sec = Section("cd_diagram", f"{metric}: critical-difference diagram (Friedman + Nemenyi, α = {alpha}){label}")
+    if partial:
+        sec.notes.append(f"partial cells (a run under way), counted as not run: {_short(partial)}")
     ran = matrix.dropna(axis=1, how="all")
     if ran.shape[1] < matrix.shape[1]:
         sec.notes.append("variant(s) with no result, left out: "
                          + ", ".join(map(str, matrix.columns.difference(ran.columns))))
     complete, dropped = complete_rows(ran)
     if dropped:
-        sec.notes.append(f"dataset(s) left out because not every variant ran: {_short(dropped)}")
+        sec.notes.append(f"dataset(s) left out because not every variant ran all repeats: {_short(dropped)}")
     if complete.shape[0] < 2 or complete.shape[1] < 2:
         sec.notes.append(f"not enough results for a CD diagram (need 2 variants on 2 complete datasets; have "
                          f"{complete.shape[1]} variant(s), {complete.shape[0]} complete dataset(s))")

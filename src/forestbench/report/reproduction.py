@@ -44,6 +44,8 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
 
     With ``datasets`` (the experiment's own list) only the published cells of those datasets are listed: an
     experiment that runs one row of a table is not reported as missing the others."""
+    from forestbench.report.data import full_repeats
+
     where, table, metric = _entry(ref_cfg, experiment)
     methods: dict = ref_cfg["methods"] or {}
     if not isinstance(methods, dict) or not methods:
@@ -84,9 +86,9 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
     for variant, method_id in methods.items():
         method_to_variant.setdefault(str(method_id), []).append(str(variant))
     ours = summary.set_index(["dataset", "variant"]) if not summary.empty else None
-    # the repeats a complete cell has: the most any cell of this measure has (a cell with fewer is a run under way,
-    # whose mean is not that of the published protocol's splits)
-    full = int(summary["n"].max()) if not summary.empty and "n" in summary.columns else 0
+    # the repeats a complete cell has (a cell with fewer is a run under way, whose mean is not that of the published
+    # protocol's splits)
+    full = {} if summary.empty else dict(zip(zip(summary["dataset"], summary["variant"]), full_repeats(summary)))
     partial = []
     rows = []
     for r in ref.itertuples(index=False):
@@ -107,9 +109,9 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
             diff_rel = diff / abs(paper_value) if not pd.isna(diff) and paper_value != 0 else np.nan
             if pd.isna(mean):
                 status = STATUS_UNDEFINED if n_undefined else STATUS_NOT_RUN
-            elif n + n_undefined < full:
+            elif n + n_undefined < full.get((dataset, variant), 0):
                 status = STATUS_PARTIAL
-                partial.append(f"{dataset} / {variant} ({n + n_undefined} of {full})")
+                partial.append(f"{dataset} / {variant} ({n + n_undefined} of {full[dataset, variant]})")
             elif pd.isna(paper_value):
                 status = STATUS_NO_VALUE
             elif not pd.isna(diff_std):
@@ -216,7 +218,8 @@ def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experi
     against those (see :func:`_compare_reranked`).
     """
     from forestbench import stats
-    from forestbench.report.data import complete_rows, metric_direction, score_matrix, summarise
+    from forestbench.report.data import (complete_rows, metric_direction, score_matrix, summarise,
+                                         without_partial)
 
     where = f"experiments.{experiment}.reference"
     table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
@@ -233,11 +236,14 @@ def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experi
         notes.append(f"only {len(to_variant)} of the {len(ranks_ref)} published methods are mapped: average ranks "
                      "depend on the set of methods compared, so they are not comparable")
     variants = list(dict.fromkeys(to_variant.values()))
-    matrix = score_matrix(summarise(scores, metric), None, variants)
+    summary, partial = without_partial(summarise(scores, metric))
+    matrix = score_matrix(summary, None, variants)
     complete, dropped = complete_rows(matrix)
     ok = complete.shape[0] >= 2 and complete.shape[1] >= 2
     if dropped:
-        notes.append(f"datasets left out (not every variant ran): {', '.join(dropped)}")
+        notes.append(f"datasets left out (not every variant ran all repeats): {', '.join(dropped)}")
+    if partial:
+        notes.append(f"partial cells, counted as not run: {_short_list(partial)}")
     res = stats.friedman_test(complete, metric_direction(scores, metric, None)) if ok else None
     cd = stats.nemenyi_critical_difference(len(variants), complete.shape[0], alpha) if ok else np.nan
     rows = []
@@ -295,7 +301,8 @@ def _compare_reranked(scores: pd.DataFrame, ref_cfg: dict, where: str, reference
     difference is not a row: it depends only on the number of methods and datasets, so it is the same for both.
     """
     from forestbench import stats
-    from forestbench.report.data import complete_rows, metric_direction, score_matrix, summarise
+    from forestbench.report.data import (complete_rows, metric_direction, score_matrix, summarise,
+                                         without_partial)
 
     table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
     cells_table = str(ref_cfg["cells"])
@@ -304,7 +311,7 @@ def _compare_reranked(scores: pd.DataFrame, ref_cfg: dict, where: str, reference
     missing_ids = sorted(set(to_variant) - set(published.columns))
     if missing_ids:
         raise ConfigError(f"{where}.cells: {cells_table} has no {metric} cells of {', '.join(missing_ids)}")
-    summary = summarise(scores, metric)
+    summary, partial = without_partial(summarise(scores, metric))
     ran = set(summary.loc[summary["mean"].notna(), "variant"].astype(str))
     compared = {mid: v for mid, v in to_variant.items() if v in ran}
     never = [v for v in to_variant.values() if v not in ran]
@@ -343,7 +350,9 @@ def _compare_reranked(scores: pd.DataFrame, ref_cfg: dict, where: str, reference
     if never:
         notes.append(f"not run on any dataset, hence left out of the ranking: {', '.join(never)}")
     if dropped:
-        notes.append(f"datasets left out (not every compared variant ran): {_short_list(dropped)}")
+        notes.append(f"datasets left out (not every compared variant ran all repeats): {_short_list(dropped)}")
+    if partial:
+        notes.append(f"partial cells, counted as not run: {_short_list(partial)}")
     if unpublished:
         notes.append(f"datasets left out (a compared method has no published cell): {_short_list(unpublished)}")
     if ok:

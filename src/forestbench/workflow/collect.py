@@ -22,14 +22,18 @@ from pathlib import Path
 import pandas as pd
 
 from forestbench._io import atomic_path, write_json
-from forestbench.errors import DataError
+from forestbench.datasets.splits import n_splits_of
+from forestbench.errors import ConfigError, DataError
 from forestbench.workflow.records import CODE_PACKAGES, code_versions, config_sha256, fingerprint_of
 
 COLUMNS = ["experiment", "dataset", "method", "variant", "repeat", "seed", "step", "n_trees", "stage_fit_s",
            "metric", "value", "undefined_reason", "higher_is_better", "validation_score", "fit_wall_s", "fit_cpu_s",
            "predict_wall_s", "predict_cpu_s", "n_nodes",
            "model_bytes", "max_depth", "tree_sha256", "input_density", "peak_rss_mb", "n_train", "n_test",
-           "split_sha256", "slurm_job_id", "host"]
+           "split_sha256", "n_splits", "slurm_job_id", "host"]
+# columns added after tables were first archived: a table collected before lacks them (read as empty)
+ADDED_COLUMNS = ("n_splits",)
+REQUIRED_COLUMNS = [c for c in COLUMNS if c not in ADDED_COLUMNS]
 
 
 def read_record(path: str | Path) -> dict:
@@ -41,6 +45,18 @@ def read_record(path: str | Path) -> dict:
 
 def _param(value):
     return json.dumps(value) if isinstance(value, (list, dict)) else value
+
+
+def _protocol_splits(record: dict) -> int | None:
+    """The number of splits of the protocol the record's split came from (what a complete cell has), or None for
+    a record that does not name its protocol."""
+    protocol = (record.get("data") or {}).get("protocol")
+    if not isinstance(protocol, dict):
+        return None
+    try:
+        return n_splits_of(protocol)
+    except (ConfigError, TypeError, ValueError):
+        return None
 
 
 def record_rows(record: dict) -> list[dict]:
@@ -56,6 +72,7 @@ def record_rows(record: dict) -> list[dict]:
         "input_density": record.get("data", {}).get("input_density"),
         "peak_rss_mb": record.get("peak_rss_mb"), "n_train": record.get("n_train"), "n_test": record.get("n_test"),
         "split_sha256": record.get("data", {}).get("split_sha256"),
+        "n_splits": _protocol_splits(record),
         "slurm_job_id": (prov.get("slurm") or {}).get("SLURM_JOB_ID"), "host": prov.get("host"),
         "n_trees": None, "stage_fit_s": None, "validation_score": record.get("validation_score"),
         **{f"package.{k}": v for k, v in (prov.get("packages") or {}).items()},   # versions the fit ran with
