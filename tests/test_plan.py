@@ -554,6 +554,37 @@ def test_dte_cost_hooks_charge_the_archived_rows_their_measured_cpu(dataset):
     assert len(searches) == (3 if dataset in ("slump", "edm") else 0)
 
 
+def test_dte_cost_of_a_label_set_grown_as_csr():
+    """medical's 45 labels (1.245 per row) are grown as CSR by every forest of a cascade. Charged as dense
+    outputs, its archived cascades were charged 1.7x their CPU time and asked 10x their peak memory (16.8 GB for
+    1.6 GB), which made a local run fit one such job at a time. With the registry's label density, the hooks
+    charge the sparse criterion and leaf storage that ``forest_cost`` charges: each row's time within 0.6-1.7x
+    (measured 0.82-0.93x) and the kept models never above the charge, which stays an upper bound."""
+    import statistics
+
+    from forestbench.datasets.registry import load_registry
+    from forestbench.workflow import resources
+    from forestbench.workflow.methods import get_method
+
+    rows = _measured_rows("dte_sparse_labels_measured_cpu.json")
+    assert {r["variant"] for r in rows} >= {"X_OS", "X_TE-pca0.05"}
+    density = resources.label_density(load_registry(REGISTRY)["medical"]["shape"])
+    assert density is not None and resources.grows_sparse(45, density)
+    for r in rows:
+        hook = get_method(r["method"])
+        cost = hook.cost_of(r["n_train"], r["p"], r["d"], r["params"], label_density=density)
+        dense = hook.cost_of(r["n_train"], r["p"], r["d"], r["params"])
+        measured = statistics.mean(r["fit_cpu_s"]) + statistics.mean(r["predict_cpu_s"])
+        assert 0.6 <= cost.fit_seconds / measured <= 1.7, (r["variant"], cost.fit_seconds, measured)
+        assert max(r["model_mb"]) <= cost.model_mb < dense.model_mb / 2, (r["variant"], cost.model_mb)
+        assert cost.fit_seconds < dense.fit_seconds
+    # a label set the trees keep dense (too few labels, or too many per row) is charged as before
+    for d, dens in ((27, 0.046), (174, 0.15)):
+        params = {"variant": "X_OS", "n_estimators": 150, "max_layers": 10, "pca_fractions": [0.05]}
+        assert get_method("deep_tree_ensemble").cost_of(500, 100, d, params, label_density=dens) == \
+            get_method("deep_tree_ensemble").cost_of(500, 100, d, params)
+
+
 @pytest.mark.parametrize("dataset", ["andro", "slump", "edm", "flags"])
 def test_dte_search_cost_against_x_os_measured_alongside(dataset):
     """The PCA-size search (eight fractions, inner 5-fold CV) against the measured selected-fraction cascades of an

@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 
 from forestbench.workflow.methods import register
-from forestbench.workflow.resources import (D_HALF, Cost, candidate_features, forest_mb,
+from forestbench._label_layout import grows_sparse
+from forestbench.workflow.resources import (D_HALF, SPARSE_CRITERION_COST, Cost, candidate_features, forest_mb,
                                             stored_per_row)
 
 _PAPER_FRACTIONS = (1, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95)
@@ -17,7 +18,10 @@ _VARIANTS = {"X_TE": (True, True, False), "TE": (False, True, False), "X_OS": (T
 # searches (eight fractions, inner 5-fold CV) on slump and edm, not fitted, 0.94-1.26x. The per-output node term came
 # with cal500 (174 labels): without it, fitted to the rows of 2-19 outputs, cal500's cascades were charged 0.50-0.86x
 # (now 0.96-1.09x). The constants before those were measured on slower forests (before the per-tree random streams
-# were made lazy) and charged the same rows 0.9-2.5x (median 1.5).
+# were made lazy) and charged the same rows 0.9-2.5x (median 1.5). None of those label sets is grown as CSR; medical's
+# is (``_labels``): charged as dense outputs, its archived cascades were charged 1.7x their CPU and 10x their peak
+# memory, now 0.82-0.93x (tests/data/dte_sparse_labels_measured_cpu.json). genbase's 27 labels stay dense and its
+# binary inputs grow small trees: charged 2.0-3.3x, not modelled (the registry does not say how many rows repeat).
 _GRAM_S = 2.1e-9  # seconds per (row pair x tree) of the embedding's Gram products (the indicator kernel)
 _EIGEN_S = 2.8e-10  # seconds per rows^3 of the eigen-decomposition (LAPACK, many components)
 _LANCZOS_S = 2.25e-9  # seconds per (rows^2 x components) of Lanczos, up to 10 % of the rows
@@ -38,11 +42,24 @@ def _int(params, key, default):
 
 
 def _forests(n, p, d, trees, count, max_features):
-    """Seconds of ``count`` forests of ``trees`` fully grown trees on ``n`` rows, ``p`` features, ``d`` outputs."""
+    """Seconds of ``count`` forests of ``trees`` fully grown trees on ``n`` rows, ``p`` features, ``d`` outputs (the
+    outputs the criterion works on: see :func:`_labels`)."""
     n = max(2, n)
     k = candidate_features(max_features, max(1, p))
     per_tree = _TREE_S + (_TREE_SCAN_S * k * (1.0 + d / D_HALF) + _TREE_NODE_S * d) * n * math.log2(n)
     return count * max(1, trees) * per_tree
+
+
+def _labels(d, label_density):
+    """(outputs the criterion works on, stored labels per row or None) of forests on a label matrix: a 0/1 matrix
+    the trees grow as CSR (``forestbench._label_layout``: medical's 45 labels at 2.8 % are; the other DTE label
+    sets have too few labels or too many per row) costs ``SPARSE_CRITERION_COST`` outputs per label of a row in the
+    split search and the nodes' sums, and stores its leaf values sparsely, as ``resources.forest_cost`` charges it.
+    Any other target: ``d`` outputs, dense leaves."""
+    if label_density is None or not grows_sparse(d, label_density):
+        return d, None
+    per_row = label_density * d
+    return max(1, min(d, math.ceil(SPARSE_CRITERION_COST * per_row))), per_row
 
 
 def _eigen_seconds(n, fraction):
@@ -53,8 +70,9 @@ def _eigen_seconds(n, fraction):
     return _EIGEN_S * n ** 3
 
 
-def _cascade(n, p, d, params):
+def _cascade(n, p, d, params, label_density=None):
     """(seconds, peak MB, seconds of layer 1's fraction-independent work) of one cascade fit on n rows."""
+    outputs, per_row = _labels(d, label_density)
     has_x, has_te, has_os = _VARIANTS.get(params.get("variant", "X_TE"), (True, True, False))
     trees = _int(params, "n_estimators", 150)
     layers = _int(params, "max_layers", 10)
@@ -65,31 +83,32 @@ def _cascade(n, p, d, params):
     f = max(1.0 / max(n, 1), max(float(x) if not isinstance(x, int) else 1.0 / max(n, 1) for x in fractions))
     extra = (int(f * n) if has_te else 0) + (d if has_os else 0)
     width = (p if has_x else 0) + extra
-    per_layer = _forests(n, width, d, trees, 2, mf)
-    mb = 2 * forest_mb(n, d, trees)
+    per_layer = _forests(n, width, outputs, trees, 2, mf)
+    mb = 2 * forest_mb(n, d, trees, labels_per_row=per_row)
     shared = 0.0   # layer 1 reads X whatever the PCA size: embedding forests, Gram, eigen-solve, OS CV
     if has_te:
-        emb = _forests(n // 2, p, d, trees, 2, mf)
+        emb = _forests(n // 2, p, outputs, trees, 2, mf)
         pca = 2 * (_GRAM_S * n * n * trees + _eigen_seconds(n, f))
-        per_layer += _forests(n // 2, width, d, trees, 2, mf) + pca
+        per_layer += _forests(n // 2, width, outputs, trees, 2, mf) + pca
         shared += emb + pca
-        mb += 2 * forest_mb(n // 2, d, trees) + 2 * (3 * 8.0 * n * n + 12.0 * n * trees * math.log2(max(n, 2))) / 2**20
+        embedding_mb = (3 * 8.0 * n * n + 12.0 * n * trees * math.log2(max(n, 2))) / 2**20
+        mb += 2 * forest_mb(n // 2, d, trees, labels_per_row=per_row) + 2 * embedding_mb
     if has_os:
         rows = n * (folds - 1) // folds
-        per_layer += _forests(rows, width, d, os_trees, 2 * folds, mf)
-        shared += _forests(rows, p, d, os_trees, 2 * folds, mf)
-        mb += 2 * folds * forest_mb(rows, d, os_trees)
+        per_layer += _forests(rows, width, outputs, os_trees, 2 * folds, mf)
+        shared += _forests(rows, p, outputs, os_trees, 2 * folds, mf)
+        mb += 2 * folds * forest_mb(rows, d, os_trees, labels_per_row=per_row)
     kept = layers if params.get("keep_all_layers") else max(1, layers // 2)
     return layers * per_layer, kept * mb, shared
 
 
-def dte_cost(n, p, d, params, *, sparse=False, density=None):
+def dte_cost(n, p, d, params, *, sparse=False, density=None, label_density=None):
     """Cascade of ``max_layers`` layers: two prediction forests, two embedding forests on half the rows with a
     Gram-matrix PCA (rows^2 x trees products, rows^3 eigen-solver), 2K output-space forests; plus, when several
     PCA sizes are given, the inner search: per inner fold, layer 1's fraction-independent work once (embedding
     forests, PCA at the largest size, output-space CV: shared by the candidates) and the rest of one cascade per
     candidate."""
-    seconds, mb, _ = _cascade(n, p, d, params)
+    seconds, mb, _ = _cascade(n, p, d, params, label_density)
     has_te = _VARIANTS.get(params.get("variant", "X_TE"), (True, True, False))[1]
     fractions = params.get("pca_fractions") or _PAPER_FRACTIONS
     if has_te and len(fractions) > 1:
@@ -99,15 +118,18 @@ def dte_cost(n, p, d, params, *, sparse=False, density=None):
         else:
             inner_n, fits = n * (int(v) - 1) // int(v), len(fractions) * int(v)
         # each candidate cascade at its own PCA size (the features it adds widen every later forest)
-        shared = _cascade(inner_n, p, d, params)[2]
-        candidates = sum(_cascade(inner_n, p, d, {**params, "pca_fractions": [fr]})[0] - shared for fr in fractions)
+        shared = _cascade(inner_n, p, d, params, label_density)[2]
+        candidates = sum(_cascade(inner_n, p, d, {**params, "pca_fractions": [fr]}, label_density)[0] - shared
+                         for fr in fractions)
         seconds += fits // len(fractions) * (shared + candidates)
     return Cost(seconds, mb)
 
 
-def rf_et_cost(n, p, d, params, *, sparse=False, density=None):
+def rf_et_cost(n, p, d, params, *, sparse=False, density=None, label_density=None):
     trees = _int(params, "n_estimators", 150)
-    return Cost(_forests(n, p, d, trees, 2, params.get("max_features", "sqrt")), 2 * forest_mb(n, d, trees))
+    outputs, per_row = _labels(d, label_density)
+    return Cost(_forests(n, p, outputs, trees, 2, params.get("max_features", "sqrt")),
+                2 * forest_mb(n, d, trees, labels_per_row=per_row))
 
 
 _MLDF_BEST_LAYER = 3   # the layer MLDF keeps, typically (the paper's superscripts 2.5-3.9; flags, ours: 1-5)
