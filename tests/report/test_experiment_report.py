@@ -260,3 +260,20 @@ def test_cd_diagram_leaves_out_a_dataset_whose_cell_is_under_way(tmp_path):
     assert cd["data"]["n_datasets"] == 3      # 4 complete datasets in the full table
     notes = " ".join(cd["notes"])
     assert f"scene / rf ({len(repeats) - 1} of {len(repeats)})" in notes and "scene" in notes.split("left out")[-1]
+    # the table shows the partial mean but ranks without scene; the p-values over datasets leave it out too
+    table = next(s for s in manifest["sections"] if s["kind"] == "table" and "lrap" in s["title"])
+    assert any("scene / rf" in n and "left out of the average ranks" in n for n in table["notes"])
+    wide = pd.read_csv(out / "tables" / "01_table_lrap.csv").set_index("dataset")
+    assert not pd.isna(wide.loc["scene", "rf mean"])
+    # ranked as if the cell had not run at all
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    scores[~((scores["dataset"] == "scene") & (scores["variant"] == "rf"))].to_csv(gone / "scores.csv", index=False)
+    build_experiment_report(gone / "scores.csv", "table_5_1", copy.deepcopy(EXPERIMENT_CFG), REFERENCE_DIR,
+                            gone / "report")
+    ranks = wide.loc["avg. rank"]
+    assert ranks.equals(pd.read_csv(gone / "report" / "tables" / "01_table_lrap.csv").set_index("dataset")
+                        .loc["avg. rank"])
+    assert ranks.notna().any()
+    wilcoxon = (out / "tables" / "04_pvalues_lrap_wilcoxon.md").read_text()
+    assert "scene / rf" in wilcoxon and "over 3 datasets" in wilcoxon

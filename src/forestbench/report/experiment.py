@@ -53,6 +53,7 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
     baseline marked, average-rank row; CSV (long form), Markdown, LaTeX (booktabs)."""
     metric = str(spec["metric"])
     summary = summarise(ctx.scores, metric)
+    ranked, partial = without_partial(summary)
     datasets, variants = ctx.datasets_for(spec), ctx.variants_for(spec)
     hib = _direction(ctx, metric, spec)
     baseline = spec.get("baseline")
@@ -63,7 +64,9 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
                                 score_matrix(summary, datasets, variants, "n"),
                                 baseline=None if baseline is None else str(baseline),
                                 decimals=int(spec.get("decimals", 3)), sig_rule=str(spec.get("sig_rule", "max_std")),
-                                undefined=score_matrix(summary, datasets, variants, "undefined"))
+                                undefined=score_matrix(summary, datasets, variants, "undefined"),
+                                partial=score_matrix(summary, datasets, variants).notna()
+                                & score_matrix(ranked, datasets, variants).isna())
     base = ctx.out_dir / "tables" / slug
     sec = Section("table", f"{metric}: mean ± std per dataset" + (f" (baseline {baseline})" if baseline else ""))
     sec.files = {"CSV": ctx.write(base.with_suffix(".csv"), table.to_wide_csv()),
@@ -74,6 +77,9 @@ def _table(ctx: Context, spec: dict, slug: str) -> Section:
     missing = table.missing_cells()
     if missing:
         sec.notes.append(f"{len(missing)} cell(s) not run: " + _short([f"{d}/{v}" for d, v in missing]))
+    if partial:
+        sec.notes.append(f"{len(partial)} cell(s) under way (fewer repeats than their protocol's splits), shown with "
+                         "their partial mean and left out of the average ranks: " + _short(partial))
     undefined = table.undefined_cells()
     if undefined:
         sec.notes.append(f"{len(undefined)} cell(s) with undefined scores (recorded as null, reason in the run "

@@ -32,6 +32,7 @@ class MeanStdTable:
     decimals: int = 3
     sig_rule: str = "max_std"
     undefined: pd.DataFrame | None = None  # datasets x variants: finished repeats whose score is undefined
+    partial: pd.DataFrame | None = None    # datasets x variants: True where a run is under way (ranked as not run)
     best: pd.DataFrame = field(init=False)
     mark: pd.DataFrame = field(init=False)
     average_rank: pd.Series | None = field(init=False, default=None)
@@ -65,7 +66,9 @@ class MeanStdTable:
                 better = diff > 0 if self.higher_is_better else diff < 0
                 self.mark.loc[sig & better, v] = "+"
                 self.mark.loc[sig & ~better, v] = "-"
-        complete, _ = complete_rows(self.mean)
+        ranked = self.mean if self.partial is None else self.mean.mask(self.partial.reindex_like(self.mean)
+                                                                       .fillna(False).astype(bool))
+        complete, _ = complete_rows(ranked)
         if complete.shape[0] >= 1 and complete.shape[1] >= 2:
             self.average_rank = stats.average_ranks(complete.round(self.decimals), self.higher_is_better)
             self.n_ranked = complete.shape[0]
@@ -370,7 +373,7 @@ def pvalue_table(scores: pd.DataFrame, metric: str, higher_is_better: bool, test
     datasets where every variant ran; ``over="repeats"`` (default for the t-test, as Tables 6.2/6.4) pairs the
     repeats within each dataset (matched on ``repeat``) and gives one block per dataset.
     """
-    from forestbench.report.data import final_rows, score_matrix, summarise
+    from forestbench.report.data import final_rows, score_matrix, summarise, without_partial
 
     over = over or ("repeats" if test == "ttest" else "datasets")
     if over not in ("datasets", "repeats"):
@@ -378,10 +381,13 @@ def pvalue_table(scores: pd.DataFrame, metric: str, higher_is_better: bool, test
     notes: list[str] = []
     blocks: list[PValueBlock] = []
     if over == "datasets":
-        matrix = score_matrix(summarise(scores, metric), datasets, variants)
+        summary, partial = without_partial(summarise(scores, metric))
+        matrix = score_matrix(summary, datasets, variants)
         complete, dropped = complete_rows(matrix)
         if dropped:
-            notes.append(f"datasets left out (not every variant ran): {', '.join(dropped)}")
+            notes.append(f"datasets left out (not every variant ran all repeats): {', '.join(dropped)}")
+        if partial:
+            notes.append(f"partial cells (a run under way), counted as not run: {', '.join(partial)}")
         if complete.shape[0] >= 2 and complete.shape[1] >= 2:
             res = stats.pairwise_test(complete, test, higher_is_better, correction, alpha)
             blocks.append(PValueBlock(f"over {complete.shape[0]} datasets", res.p_values, res.signs,
