@@ -23,7 +23,8 @@ compared (see ``forestbench.report.verdicts``).
 Modules: ``kinds`` (registry), ``verdicts`` (statuses, comparison tables), ``reference_tables`` (the published
 tables), ``reproduction`` (our numbers beside them), ``experiment`` (one experiment's report and the general
 kinds), ``input_layouts`` (one problem in several input layouts, thesis ch.8), ``teaching`` (the lecture slides'
-table, ``oob_curve``), ``tables``, ``figures``, ``data``, ``index`` (the front page), ``cli``.
+table, ``oob_curve``), ``paired`` (variant against variant on the same splits), ``tables``, ``figures``, ``data``,
+``index`` (the front page), ``cli``.
 """
 __all__ = ["REPORT_KINDS", "build_experiment_report", "build_index", "report_kind"]
 

@@ -17,6 +17,7 @@ import pandas as pd
 from forestbench._io import write_json
 from forestbench.errors import ConfigError, DataError
 from forestbench.report import figures, input_layouts, reproduction, tables
+from forestbench.report import paired  # noqa: F401  (defines and registers the paired kind)
 from forestbench.report import teaching  # noqa: F401  (defines and registers the oob_curve kind)
 from forestbench.report.data import (TIME_COLUMNS, add_variant_group, complete_rows, final_rows, load_scores,
                                      metric_direction, mixed_versions, ordered_unique, package_versions,

@@ -2,10 +2,10 @@
 
 A report kind is a function ``f(ctx, spec, slug) -> Section`` registered under its name with
 ``@report_kind("name")`` in the module that defines it (:mod:`forestbench.report.experiment` for the general
-kinds, :mod:`forestbench.report.teaching` for ``oob_curve``). ``REPORT_KINDS`` is complete once
-:mod:`forestbench.report.experiment` is imported (``forestbench.report.REPORT_KINDS`` imports it); the
-``kind`` enum of ``workflow/schemas/config.schema.yaml`` is tested equal to it. Each kind's options are in its
-function's docstring.
+kinds, :mod:`forestbench.report.teaching` for ``oob_curve``, :mod:`forestbench.report.paired` for ``paired``).
+``REPORT_KINDS`` is complete once :mod:`forestbench.report.experiment` is imported
+(``forestbench.report.REPORT_KINDS`` imports it); the ``kind`` enum of ``workflow/schemas/config.schema.yaml`` is
+tested equal to it. Each kind's options are in its function's docstring.
 
 This module imports nothing else of the report package, so every module may import it.
 """
