@@ -558,10 +558,10 @@ def import_scores(scores_csv: Path, archive: Path, plan, experiment: str, note: 
 
 
 # ------------------------------------------------------------------------------------------------------ tables
-def collected(archive: Path, experiment: str, workdir: Path):
+def collected(archive: Path, experiment: str, workdir: Path, max_repeats: int | None = None):
     """The experiment's scores and selection tables from its archived records (``forestbench.workflow.collect``, on the
     records written out under ``workdir``) and its imported scores table; a record replaces the imported rows of
-    its (dataset, variant, repeat)."""
+    its (dataset, variant, repeat). ``max_repeats`` (the experiment's) caps the repeats a complete cell has."""
     import pandas as pd
 
     from forestbench.workflow.collect import COLUMNS, REQUIRED_COLUMNS, collect, collect_selection
@@ -574,7 +574,7 @@ def collected(archive: Path, experiment: str, workdir: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(read_archived(arch))
         paths.append(path)
-    scores = collect(paths, experiment=experiment)
+    scores = collect(paths, experiment=experiment, max_repeats=max_repeats)
     selection = collect_selection(paths)
     imported = archive / experiment / IMPORTED / "scores.csv"
     if imported.exists():
@@ -599,11 +599,12 @@ def collected(archive: Path, experiment: str, workdir: Path):
     return scores, selection
 
 
-def _write_tables(archive: Path, experiment: str, out_dir: Path) -> tuple[Path, Path, int]:
+def _write_tables(archive: Path, experiment: str, out_dir: Path, max_repeats: int | None = None
+                  ) -> tuple[Path, Path, int]:
     from forestbench.workflow.collect import write_scores
 
     with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
-        scores, selection = collected(archive, experiment, Path(tmp))
+        scores, selection = collected(archive, experiment, Path(tmp), max_repeats)
         n_records = len(list((archive / experiment / "runs").glob("*/*/repeat-*.json.gz")))
     imported = archive / experiment / IMPORTED / "scores.csv"
     scores_csv, selection_csv = out_dir / "scores.csv", out_dir / "selection.csv"
@@ -632,7 +633,8 @@ def report(archive: Path, experiments_cfg: dict, reference_dir: Path, out: Path,
             raise ConfigError(f"experiment {name!r} is archived but not in the configuration; give the "
                               "--configfile it belongs to")
     for name in names:
-        scores_csv, selection_csv, _ = _write_tables(archive, name, out / name)
+        scores_csv, selection_csv, _ = _write_tables(archive, name, out / name,
+                                                     (experiments_cfg[name] or {}).get("max_repeats"))
         build_experiment_report(scores_csv, name, experiments_cfg[name] or {}, reference_dir, out / name / "report",
                                 selection_csv=selection_csv)
     build_index({name: out / name / "report" for name in names}, out / "report")
@@ -704,7 +706,7 @@ def summary_rows(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
             others.append(name + ("" if cfg is not None else " (not in the configuration)"))
             continue
         with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
-            scores_csv, _, n_records = _write_tables(archive, name, Path(tmp) / "tables")
+            scores_csv, _, n_records = _write_tables(archive, name, Path(tmp) / "tables", cfg.get("max_repeats"))
             scores = load_scores(scores_csv, name)
         source = f"{n_records} run records" if n_records else "imported scores table"
         for j, ref_cfg in enumerate(refs):

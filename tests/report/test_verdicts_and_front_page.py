@@ -196,3 +196,29 @@ def test_collect_tabulates_the_protocols_split_count_and_summarise_keeps_it(tmp_
         assert "n_splits" not in summary.columns
     else:
         assert summary["n_splits"].tolist() == [splits]
+
+
+def test_collect_counts_the_repeats_the_configuration_runs(tmp_path):
+    """Under ``max_repeats`` a cell is complete with fewer repeats than its protocol's splits: the split count
+    comes from what the configuration expects (the workflow's expected runs) or is capped by the experiment's
+    ``max_repeats`` (the archive), never from the protocol alone."""
+    import json
+
+    from forestbench.workflow.collect import collect, expected_splits
+
+    protocol = {"type": "kfold", "n_splits": 10, "repeats": 1}
+    paths = []
+    for repeat in (0, 1):
+        record = {"experiment": "e", "dataset": "d", "method": "m", "variant": "v", "repeat": repeat, "params": {},
+                  "scores": {"mse": 1.0}, "higher_is_better": {"mse": False}, "data": {"protocol": protocol}}
+        paths.append(tmp_path / f"r{repeat}.json")
+        paths[-1].write_text(json.dumps(record))
+    assert set(collect(paths)["n_splits"]) == {10}
+    assert set(collect(paths, max_repeats=2)["n_splits"]) == {2}
+    expected = {"runs": {"d/v/0": {}, "d/v/1": {}, "d/w/0": {}}}
+    assert expected_splits(expected) == {("d", "v"): 2, ("d", "w"): 1}
+    frame = collect(paths, splits=expected_splits(expected))
+    assert set(frame["n_splits"]) == {2}
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    summary = summarise(load_scores(tmp_path / "s.csv"), "mse")
+    assert (summary["n"].tolist(), summary["n_splits"].tolist()) == ([2], [2])

@@ -273,13 +273,28 @@ def current(record_paths: list[str | Path], expected: dict | None, experiment: s
     return kept, sorted(superseded)
 
 
-def collect(record_paths: list[str | Path], experiment: str | None = None, expected: dict | None = None
-            ) -> pd.DataFrame:
+def expected_splits(expected: dict) -> dict[tuple[str, str], int]:
+    """Per (dataset, variant), the repeats the configuration runs (:func:`expected_runs`): its protocol's splits,
+    fewer under ``max_repeats``."""
+    counts: dict[tuple[str, str], int] = {}
+    for key in expected["runs"]:
+        dataset, variant, _ = key.rsplit("/", 2)
+        counts[dataset, variant] = counts.get((dataset, variant), 0) + 1
+    return counts
+
+
+def collect(record_paths: list[str | Path], experiment: str | None = None, expected: dict | None = None, *,
+            splits: dict[tuple[str, str], int] | None = None, max_repeats: int | None = None) -> pd.DataFrame:
     """The tidy scores table of the records; with ``expected``, superseded records are left out (listed, with the
-    reason, in the table's ``attrs["superseded"]``)."""
+    reason, in the table's ``attrs["superseded"]``).
+
+    ``n_splits`` (the repeats a complete cell has, which tells a run under way from a finished one) is, per
+    (dataset, variant), what ``splits`` gives (default: what ``expected`` runs), else the number of splits of the
+    record's protocol, at most ``max_repeats``."""
     superseded = []
     if expected is not None:
         record_paths, superseded = current(record_paths, expected, experiment)
+        splits = expected_splits(expected) if splits is None else splits
     rows = []
     for path in sorted(map(str, record_paths)):
         record = _checked_record(path, experiment)
@@ -294,6 +309,13 @@ def collect(record_paths: list[str | Path], experiment: str | None = None, expec
     else:
         params = sorted(c for c in frame.columns if c.startswith(("param.", "selected.", "extra.", "package.")))
         frame = frame[COLUMNS + params]
+        if splits:
+            given = pd.Series([splits.get(k) for k in zip(frame["dataset"], frame["variant"])], index=frame.index,
+                              dtype="float64")
+            frame["n_splits"] = given.fillna(pd.to_numeric(frame["n_splits"], errors="coerce"))
+        if max_repeats:
+            frame["n_splits"] = pd.to_numeric(frame["n_splits"], errors="coerce").clip(upper=int(max_repeats))
+        frame["n_splits"] = frame["n_splits"].astype("Int64")
         frame = frame.sort_values(["dataset", "variant", "repeat", "metric", "step"], na_position="first",
                                   kind="stable").reset_index(drop=True)
     frame.attrs["superseded"] = superseded

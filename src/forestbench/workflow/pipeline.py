@@ -100,7 +100,8 @@ def _select(args) -> None:
 
 
 def _collect(args) -> None:
-    from forestbench.workflow.collect import collect, current, find_records, read_expected, write_scores
+    from forestbench.workflow.collect import (collect, current, expected_splits, find_records, read_expected,
+                                              write_scores)
 
     paths = args.records or find_records(args.results, args.experiment)
     if args.existing_only:
@@ -115,7 +116,8 @@ def _collect(args) -> None:
               "show as not run; rerun their jobs to bring them back):")
         for path, why in superseded:
             print(f"  {path}: {why}")
-    frame = collect(paths, experiment=args.experiment)
+    frame = collect(paths, experiment=args.experiment,
+                    splits=expected_splits(expected) if expected is not None else None)
     write_scores(frame, args.out)
     if args.selection_out:
         from forestbench.workflow.collect import collect_selection
