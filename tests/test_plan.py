@@ -559,7 +559,8 @@ def test_dte_cost_of_a_label_set_grown_as_csr():
     outputs, its archived cascades were charged 1.7x their CPU time and asked 10x their peak memory (16.8 GB for
     1.6 GB), which made a local run fit one such job at a time. With the registry's label density, the hooks
     charge the sparse criterion and leaf storage that ``forest_cost`` charges: each row's time within 0.6-1.7x
-    (measured 0.82-0.93x) and the kept models never above the charge, which stays an upper bound."""
+    (measured 0.78-1.07x: Figure 6 and the Tables 5-9 row) and the kept models never above the charge, which
+    stays an upper bound."""
     import statistics
 
     from forestbench.datasets.registry import load_registry
