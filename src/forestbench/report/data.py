@@ -133,7 +133,7 @@ def summarise(scores: pd.DataFrame, metric: str, ddof: int = 1) -> pd.DataFrame:
     out["std"] = out["std"].astype(float)
     columns = list(SUMMARY_COLUMNS)
     if "n_splits" in final.columns and final["n_splits"].notna().any():
-        # the protocol's split count, which tells a complete cell from one under way (see full_repeats)
+        # the repeats the configuration runs, which tell a complete cell from one under way (see full_repeats)
         splits = (pd.to_numeric(final["n_splits"], errors="coerce").groupby([final["dataset"], final["variant"]])
                   .max().rename("n_splits").reset_index())
         out = out.merge(splits, on=["dataset", "variant"], how="left", sort=False)
@@ -160,15 +160,19 @@ def score_matrix(summary: pd.DataFrame, datasets: list[str] | None = None, varia
     return wide.reindex(index=datasets, columns=variants).rename_axis(index="dataset", columns="variant").astype(float)
 
 
+def _finished(summary: pd.DataFrame) -> pd.Series:
+    """Finished repeats per cell of ``summary``, undefined scores counted."""
+    undefined = summary["undefined"] if "undefined" in summary.columns else 0
+    return (summary["n"] + undefined).astype(int)
+
+
 def full_repeats(summary: pd.DataFrame) -> pd.Series:
     """Per cell of ``summary``, the repeats a complete cell has (a cell with fewer is a run under way, whose mean
-    is not that of the protocol's splits): the number of splits of its protocol as the run records give it
-    (``n_splits``), else the most any cell has, undefined scores counted (tables collected before the records'
-    protocol was tabulated)."""
+    is not that of the protocol's splits): the repeats the configuration runs, as ``collect`` tabulates them
+    (``n_splits``), else the most any cell has finished (tables collected before ``n_splits`` existed)."""
     if summary.empty or "n" not in summary.columns:
         return pd.Series(0, index=summary.index, dtype=int)
-    undefined = summary["undefined"] if "undefined" in summary.columns else 0
-    most = int((summary["n"] + undefined).max())
+    most = int(_finished(summary).max())
     if "n_splits" not in summary.columns:
         return pd.Series(most, index=summary.index, dtype=int)
     return pd.to_numeric(summary["n_splits"], errors="coerce").fillna(most).astype(int)
@@ -179,9 +183,7 @@ def without_partial(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     rankings over datasets treat it as not run, and the partial cells as "dataset / variant (n of full)"."""
     if summary.empty:
         return summary, []
-    undefined = summary["undefined"] if "undefined" in summary.columns else 0
-    done = (summary["n"] + undefined).astype(int)
-    full = full_repeats(summary)
+    done, full = _finished(summary), full_repeats(summary)
     mask = summary["mean"].notna() & (done < full)
     partial = [f"{r.dataset} / {r.variant} ({d} of {f})"
                for r, d, f in zip(summary[mask].itertuples(index=False), done[mask], full[mask])]
