@@ -78,6 +78,23 @@ def test_multi_output_trees_with_bootstrap_weights_equal_sklearn(d):
 
 
 @pytest.mark.parametrize("layout", ["dense", "csc"])
+@pytest.mark.parametrize("d", [3, 14])
+def test_multi_output_sweep_skipping_light_sides_equals_sklearn(d, layout):
+    """weighted_counts=True rejects positions by their sides' weight sums, after the left sums are updated: the
+    fused sweep's batches of pending candidates (and the running sums kept beside them) must still grow sklearn's
+    tree on the duplicated rows, dense or CSC."""
+    X, _ = _sparse_data(n=400, p=8, d=1, density=0.4, seed=d)
+    rng = np.random.RandomState(d)
+    Y = np.tanh(X @ rng.randn(8, d)) + 0.05 * rng.randn(400, d)
+    w = rng.randint(0, 4, size=400)
+    Xin = sp.csc_matrix(X) if layout == "csc" else X
+    ours = DecisionTreeRegressor(weighted_counts=True, min_samples_leaf=15).fit(Xin, Y, sample_weight=w)
+    ref = SkTree(random_state=0, min_samples_leaf=15).fit(np.repeat(X, w, axis=0), np.repeat(Y, w, axis=0))
+    assert ours.tree_.node_count > 15
+    assert_same_tree(ours, ref, value_atol=1e-9, check_impurity=False)
+
+
+@pytest.mark.parametrize("layout", ["dense", "csc"])
 def test_multi_output_sweep_over_a_large_block_of_equal_values(layout):
     """A feature whose values are mostly 0: the sweep's first position lies past the middle of the node, where the
     left sums are rebuilt from the total minus the rows on the right; every layout grows sklearn's tree."""

@@ -41,6 +41,7 @@ import numpy as np
 
 cdef enum:
     SWEEP_MAX_OUTPUTS = 1024   # the fused multi-output sweep keeps its sums in two local arrays of this size (16 KB)
+    SWEEP_BATCH = 4            # candidate positions whose proxies the fused sweep sums side by side
 
 from forestbench.tree._utils cimport (rand_int, rand_uniform, seed_state, beats, same_value, midpoint_threshold,
                                       next_position, add_rows, subtract_rows)
@@ -53,6 +54,76 @@ from forestbench.tree._partitioner cimport DensePartitioner, SparsePartitioner
 # dense and CSC inputs or between weights and duplicated rows) then cannot
 # break exact ties: the first candidate visited wins, and the visiting order
 # does not depend on the input layout.
+
+
+cdef inline float64_t _proxy(const float64_t* sl, float64_t wl, const float64_t* tot, float64_t W,
+                             intp_t d) noexcept nogil:
+    """The proxy of a multi-output cut whose left side has sums ``sl`` and weight ``wl`` (node totals ``tot``,
+    ``W``): ``criterion.proxy_impurity_improvement``'s arithmetic, in its order."""
+    cdef float64_t left = 0.0, right = 0.0, r
+    cdef intp_t k
+    for k in range(d):
+        left += sl[k] * sl[k]
+        r = tot[k] - sl[k]
+        right += r * r
+    return left / wl + right / (W - wl)
+
+
+cdef inline void _batch_proxies(const float64_t* held, const float64_t* wl, const float64_t* tot, float64_t W,
+                                intp_t d, float64_t* out) noexcept nogil:
+    """``_proxy`` of the ``SWEEP_BATCH`` (4) left sums stored one after the other in ``held``: eight independent
+    chains of additions instead of two, each with the same operations in the same order as ``_proxy``."""
+    cdef const float64_t* a = held
+    cdef const float64_t* b = held + d
+    cdef const float64_t* c = held + 2 * d
+    cdef const float64_t* e = held + 3 * d
+    cdef float64_t la = 0.0, lb = 0.0, lc = 0.0, le = 0.0
+    cdef float64_t ra = 0.0, rb = 0.0, rc = 0.0, re = 0.0, t
+    cdef intp_t k
+    for k in range(d):
+        la += a[k] * a[k]
+        t = tot[k] - a[k]
+        ra += t * t
+        lb += b[k] * b[k]
+        t = tot[k] - b[k]
+        rb += t * t
+        lc += c[k] * c[k]
+        t = tot[k] - c[k]
+        rc += t * t
+        le += e[k] * e[k]
+        t = tot[k] - e[k]
+        re += t * t
+    out[0] = la / wl[0] + ra / (W - wl[0])
+    out[1] = lb / wl[1] + rb / (W - wl[1])
+    out[2] = lc / wl[2] + rc / (W - wl[2])
+    out[3] = le / wl[3] + re / (W - wl[3])
+
+
+cdef inline float64_t _add_rows_from(float64_t* acc, const float64_t* src, const float64_t* Z, intp_t d,
+                                     const intp_t* samples, const float64_t* sw, intp_t lo, intp_t hi,
+                                     float64_t wsum) noexcept nogil:
+    """``add_rows`` into ``acc`` starting from the sums ``src`` instead of ``acc``'s own (``hi > lo``): the first
+    row's additions read ``src`` and write ``acc``, with the same operations as copying first."""
+    cdef intp_t k, i = samples[lo]
+    cdef float64_t w = 1.0 if sw == NULL else sw[i]
+    cdef const float64_t* row = Z + i * d
+    for k in range(d):
+        acc[k] = src[k] + w * row[k]
+    return add_rows(acc, Z, d, samples, sw, lo + 1, hi, wsum + w)
+
+
+cdef inline void _judge(intp_t feature, const intp_t* ps, const intp_t* qs, const float64_t* proxies, intp_t n,
+                        const float32_t* Xf, intp_t end, BestSplit* best) noexcept nogil:
+    """Judge ``n`` candidate positions of ``feature`` in position order against the best split so far, as the
+    sweep would one by one (``ps[j]`` cuts between the sorted values at ``qs[j]`` and ``ps[j]``; ``best.pos ==
+    end``: no candidate yet)."""
+    cdef intp_t j
+    for j in range(n):
+        if best.pos == end or beats(proxies[j], best.proxy):
+            best.proxy = proxies[j]
+            best.pos = ps[j]
+            best.feature = feature
+            best.threshold = midpoint_threshold(Xf[qs[j]], Xf[ps[j]])
 
 
 cdef inline float64_t _masked(uint64_t bits, uint64_t keep) noexcept nogil:
@@ -310,6 +381,11 @@ cdef class Splitter:
         sums are never stored (``total - left`` inside the proxy). Same arithmetic in the same order as
         ``criterion.update`` and ``proxy_impurity_improvement`` (forward additions, or the total minus the rows
         on the right when fewer moves; the proxy's sums in output order), so the same proxies, bit for bit.
+
+        A proxy's two sums over the outputs are chains of dependent additions (their order is fixed, above), so one
+        position's proxy waits on the adder's latency. The left sums of up to ``SWEEP_BATCH`` consecutive candidate
+        positions are therefore copied aside and their proxies summed side by side, one independent chain per
+        candidate and side; the candidates are then judged in position order, as one by one.
         """
         cdef intp_t d = self.criterion.n_outputs
         cdef const float64_t* Z = (<DenseCriterion> self.criterion).Z
@@ -321,14 +397,21 @@ cdef class Splitter:
         cdef intp_t msl = self.min_samples_leaf
         cdef float64_t mwl = self.min_weight_leaf
         cdef float64_t W = self.criterion.weighted_n_node_samples
-        cdef float64_t sl[SWEEP_MAX_OUTPUTS]
         cdef float64_t tot[SWEEP_MAX_OUTPUTS]
-        cdef float64_t wl = 0.0, wr, r, left, right, proxy
-        cdef float64_t best_proxy = best.proxy
-        cdef intp_t best_pos = best.pos
+        # The running left sums live in the slot of the next pending candidate: a candidate keeps its slot, and
+        # the next update writes the following slot, reading the kept one (``prev``) as it adds the first row.
+        cdef float64_t held[SWEEP_BATCH * SWEEP_MAX_OUTPUTS]
+        cdef float64_t held_wl[SWEEP_BATCH]
+        cdef float64_t proxies[SWEEP_BATCH]
+        cdef intp_t held_p[SWEEP_BATCH]
+        cdef intp_t held_q[SWEEP_BATCH]
+        cdef float64_t* cur = held
+        cdef const float64_t* prev = NULL
+        cdef intp_t n_held = 0, j
+        cdef float64_t wl = 0.0, wr
         cdef intp_t pos = start, p = start, q, k
         for k in range(d):
-            sl[k] = 0.0
+            cur[k] = 0.0
             tot[k] = sum_total[k]
         while p < end:
             p = next_position(Xf, p, end, jump_from, jump_to, &q)
@@ -338,29 +421,32 @@ cdef class Splitter:
                 continue
             # update(p): add [pos, p) to the left, or rebuild from the total when fewer moves
             if (p - pos) <= (end - p):
-                wl = add_rows(sl, Z, d, samples, sw, pos, p, wl)
+                if prev != NULL:
+                    wl = _add_rows_from(cur, prev, Z, d, samples, sw, pos, p, wl)
+                else:
+                    wl = add_rows(cur, Z, d, samples, sw, pos, p, wl)
             else:
                 for k in range(d):
-                    sl[k] = tot[k]
-                wl = subtract_rows(sl, Z, d, samples, sw, p, end, W)
+                    cur[k] = tot[k]
+                wl = subtract_rows(cur, Z, d, samples, sw, p, end, W)
+            prev = NULL
             pos = p
             wr = W - wl
             if wl < mwl or wr < mwl:
                 continue
-            left = 0.0
-            right = 0.0
-            for k in range(d):
-                left += sl[k] * sl[k]
-                r = tot[k] - sl[k]
-                right += r * r
-            proxy = left / wl + right / wr
-            if best_pos == end or beats(proxy, best_proxy):
-                best_proxy = proxy
-                best_pos = p
-                best.feature = feature
-                best.threshold = midpoint_threshold(Xf[q], Xf[p])
-        best.proxy = best_proxy
-        best.pos = best_pos
+            held_wl[n_held] = wl
+            held_p[n_held] = p
+            held_q[n_held] = q
+            n_held += 1
+            prev = cur
+            if n_held == SWEEP_BATCH:
+                _batch_proxies(held, held_wl, tot, W, d, proxies)
+                _judge(feature, held_p, held_q, proxies, n_held, Xf, end, best)
+                n_held = 0
+            cur = held + n_held * d
+        for j in range(n_held):
+            proxies[j] = _proxy(held + j * d, held_wl[j], tot, W, d)
+        _judge(feature, held_p, held_q, proxies, n_held, Xf, end, best)
 
     cdef intp_t _left_by_threshold_1d(self, float64_t threshold) noexcept nogil:
         """``DenseCriterion.set_left_by_threshold`` for one split target, reading the node's
