@@ -92,3 +92,51 @@ def test_weighted_indicator_lists_each_row_in_decreasing_node_order():
     W2 = emb._weighted(M2)
     assert W2.indptr[4] == W2.indptr[3]
     np.testing.assert_array_equal(W2.toarray(), (M2[:, emb.kept_columns_] @ sp.diags(emb.weights_)).toarray())
+
+
+def test_column_selection_kernels_equal_scipy_indexing():
+    """select_columns and dense_columns give scipy's M[:, kept] entry for entry: the same indices and values in the
+    same order within each row (unsorted rows stay unsorted), reversed rows on request, and the same dense block."""
+    from forestbench.deep._gram import dense_columns, select_columns
+    rng = np.random.default_rng(11)
+    M = sp.random(40, 90, density=0.2, format="csr", random_state=3)
+    M.data = rng.uniform(0.5, 2.0, size=M.nnz)
+    for i in range(0, 40, 3):                            # shuffle some rows' entries: no sortedness assumed
+        lo, hi = M.indptr[i], M.indptr[i + 1]
+        order = rng.permutation(hi - lo)
+        M.indices[lo:hi], M.data[lo:hi] = M.indices[lo:hi][order], M.data[lo:hi][order]
+    M.has_sorted_indices = False
+    kept = np.sort(rng.choice(90, size=37, replace=False))
+    colmap = np.full(90, -1, dtype=np.intp)
+    colmap[kept] = np.arange(kept.size)
+    arrays = (M.indptr.astype(np.intp), M.indices.astype(np.int32), M.data)
+    ref = M[:, kept]
+    indptr, indices, data = select_columns(*arrays, colmap, np.empty(0), False)
+    np.testing.assert_array_equal(indptr, ref.indptr)
+    np.testing.assert_array_equal(indices, ref.indices)
+    np.testing.assert_array_equal(data, ref.data)
+    scale = rng.uniform(0.1, 3.0, size=kept.size)
+    indptr, indices, data = select_columns(*arrays, colmap, scale, True)
+    for i in range(40):
+        lo, hi = ref.indptr[i], ref.indptr[i + 1]
+        np.testing.assert_array_equal(indices[lo:hi], ref.indices[lo:hi][::-1])
+        np.testing.assert_array_equal(data[lo:hi], ref.data[lo:hi][::-1] * scale[ref.indices[lo:hi][::-1]])
+    np.testing.assert_array_equal(dense_columns(*arrays, colmap, kept.size), ref.toarray())
+
+
+def test_weighted_indicator_does_not_depend_on_stored_order():
+    """A training indicator whose rows are stored unsorted is weighted as its sorted copy (decreasing node order)."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(120, 4)).astype(np.float32)
+    forest = RandomForestRegressor(5, max_features="sqrt", random_state=0).fit(X, X[:, :2])
+    M = forest_node_indicator(forest.estimators_, X)
+    emb = TreeEmbedding(0.95, 1.0, 0.1)
+    W = emb.fit_indicator(M)
+    shuffled = M.copy()
+    for i in range(M.shape[0]):
+        lo, hi = shuffled.indptr[i], shuffled.indptr[i + 1]
+        shuffled.indices[lo:hi] = shuffled.indices[lo:hi][::-1]
+    shuffled.has_sorted_indices = False
+    W2 = emb._weighted(shuffled)
+    for a, b in ((W.indptr, W2.indptr), (W.indices, W2.indices), (W.data, W2.data)):
+        np.testing.assert_array_equal(a, b)

@@ -35,7 +35,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.linalg.blas import dgemm
 
-from forestbench.deep._gram import add_indicator_cross_products
+from forestbench.deep._gram import add_indicator_cross_products, dense_columns, select_columns
 from forestbench.projections import ParameterError
 from forestbench.tree.indicator import forest_node_indicator as _tree_node_indicator
 
@@ -128,14 +128,13 @@ class TreeEmbedding:
         decreasing column order. That order fixes the order of the Gram kernel's additions, so it is part of the
         embedding's bits: it is the order the first implementation (a sparse product with the diagonal of
         weights) produced, kept so that every embedding equals what the archived runs computed."""
-        W = M[:, self.kept_columns_]
-        W.sort_indices()
-        counts = np.diff(W.indptr)
-        # entry p of row r (positions s..e-1) is taken from position s + e - 1 - p
-        take = np.repeat(W.indptr[:-1] + W.indptr[1:] - 1, counts) - np.arange(W.nnz, dtype=W.indptr.dtype)
-        indices = W.indices[take]
-        data = np.asarray(W.data, dtype=np.float64)[take] * self.weights_[indices]
-        return sp.csr_matrix((data, indices, W.indptr), shape=W.shape)
+        if not M.has_sorted_indices:
+            M = M.sorted_indices()
+        colmap = np.full(M.shape[1], -1, dtype=np.intp)
+        colmap[self.kept_columns_] = np.arange(self.kept_columns_.size)
+        # one pass: each row's kept nodes from the last to the first, renumbered, value times the node's weight
+        indptr, indices, data = select_columns(*_csr_arrays(M), colmap, self.weights_, True)
+        return sp.csr_matrix((data, indices, indptr), shape=(M.shape[0], self.kept_columns_.size))
 
     # ------------------------------------------------------------------------------------------------- PCA
     def fit_transform(self, M, keep_solution=False):
@@ -272,8 +271,10 @@ def _cross_products(A, B, col_value):
     light = np.flatnonzero(~heavy)
     # the light columns, renumbered; column indexing keeps each row's entries in their order, so the kernel adds
     # the same numbers in the same order as on the full matrices
-    light_a = A[:, light]
-    light_b = light_a if symmetric else B[:, light]
+    light_map = np.full(B.shape[1], -1, dtype=np.intp)
+    light_map[light] = np.arange(light.size)
+    light_a = _columns(A, light_map, light.size)
+    light_b = light_a if symmetric else _columns(B, light_map, light.size)
     light_b = light_b.tocsc()     # row ids sorted within each column
     out = np.zeros((A.shape[0], B.shape[0]))
     add_indicator_cross_products(out, light_a.indptr.astype(np.intp, copy=False),
@@ -285,10 +286,24 @@ def _cross_products(A, B, col_value):
         # an explicit GEMM in both cases: numpy's ``X @ X.T`` switches to a symmetric rank-k update, whose sums
         # differ in the last bits from the general product transform() takes for the same rows
         cols = np.flatnonzero(heavy)
-        Bh = B[:, cols].toarray()
-        Ah = Bh if symmetric else A[:, cols].toarray()
+        heavy_map = np.full(B.shape[1], -1, dtype=np.intp)
+        heavy_map[cols] = np.arange(cols.size)
+        Bh = dense_columns(*_csr_arrays(B), heavy_map, cols.size)
+        Ah = Bh if symmetric else dense_columns(*_csr_arrays(A), heavy_map, cols.size)
         out += dgemm(1.0, Bh.T, Ah.T, trans_a=True).T     # Fortran-order B A^T is C-order A B^T, no copy
     return out
+
+
+def _csr_arrays(M):
+    """``(indptr, indices, data)`` of a CSR matrix in the dtypes of the ``_gram`` kernels (copies only if needed)."""
+    return (M.indptr.astype(np.intp, copy=False), M.indices.astype(np.int32, copy=False),
+            M.data.astype(np.float64, copy=False))
+
+
+def _columns(M, colmap, n_cols):
+    """``M[:, kept]`` renumbered by ``colmap`` (-1: dropped), each row's entries in their order."""
+    indptr, indices, data = select_columns(*_csr_arrays(M), colmap, np.empty(0), False)
+    return sp.csr_matrix((data, indices, indptr), shape=(M.shape[0], n_cols))
 
 
 _ARPACK_MAX_FRACTION = 0.1   # up to this share of the rank, a Lanczos solver beats LAPACK (4x at 5 %)
