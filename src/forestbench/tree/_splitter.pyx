@@ -40,7 +40,7 @@ from libc.stdint cimport uint64_t
 import numpy as np
 
 cdef enum:
-    SWEEP_MAX_OUTPUTS = 1024   # the fused multi-output sweep keeps its sums in two local arrays of this size (16 KB)
+    SWEEP_MAX_OUTPUTS = 1024   # the fused multi-output sweep keeps its sums in local arrays of this size (8 KB each)
     SWEEP_BATCH = 4            # candidate positions whose proxies the fused sweep sums side by side
 
 from forestbench.tree._utils cimport (rand_int, rand_uniform, seed_state, beats, same_value, midpoint_threshold,
@@ -384,8 +384,8 @@ cdef class Splitter:
 
         A proxy's two sums over the outputs are chains of dependent additions (their order is fixed, above), so one
         position's proxy waits on the adder's latency. The left sums of up to ``SWEEP_BATCH`` consecutive candidate
-        positions are therefore copied aside and their proxies summed side by side, one independent chain per
-        candidate and side; the candidates are then judged in position order, as one by one.
+        positions are therefore kept, each in its own slot, and their proxies summed side by side, one independent
+        chain per candidate and side; the candidates are then judged in position order, as one by one.
         """
         cdef intp_t d = self.criterion.n_outputs
         cdef const float64_t* Z = (<DenseCriterion> self.criterion).Z
