@@ -130,11 +130,8 @@ class TreeEmbedding:
         weights) produced, kept so that every embedding equals what the archived runs computed."""
         if not M.has_sorted_indices:
             M = M.sorted_indices()
-        colmap = np.full(M.shape[1], -1, dtype=np.intp)
-        colmap[self.kept_columns_] = np.arange(self.kept_columns_.size)
         # one pass: each row's kept nodes from the last to the first, renumbered, value times the node's weight
-        indptr, indices, data = select_columns(*_csr_arrays(M), colmap, self.weights_, True)
-        return sp.csr_matrix((data, indices, indptr), shape=(M.shape[0], self.kept_columns_.size))
+        return _columns(M, self.kept_columns_, scale=self.weights_, reverse=True)
 
     # ------------------------------------------------------------------------------------------------- PCA
     def fit_transform(self, M, keep_solution=False):
@@ -271,10 +268,8 @@ def _cross_products(A, B, col_value):
     light = np.flatnonzero(~heavy)
     # the light columns, renumbered; column indexing keeps each row's entries in their order, so the kernel adds
     # the same numbers in the same order as on the full matrices
-    light_map = np.full(B.shape[1], -1, dtype=np.intp)
-    light_map[light] = np.arange(light.size)
-    light_a = _columns(A, light_map, light.size)
-    light_b = light_a if symmetric else _columns(B, light_map, light.size)
+    light_a = _columns(A, light)
+    light_b = light_a if symmetric else _columns(B, light)
     light_b = light_b.tocsc()     # row ids sorted within each column
     out = np.zeros((A.shape[0], B.shape[0]))
     add_indicator_cross_products(out, light_a.indptr.astype(np.intp, copy=False),
@@ -286,8 +281,7 @@ def _cross_products(A, B, col_value):
         # an explicit GEMM in both cases: numpy's ``X @ X.T`` switches to a symmetric rank-k update, whose sums
         # differ in the last bits from the general product transform() takes for the same rows
         cols = np.flatnonzero(heavy)
-        heavy_map = np.full(B.shape[1], -1, dtype=np.intp)
-        heavy_map[cols] = np.arange(cols.size)
+        heavy_map = _column_map(B.shape[1], cols)
         Bh = dense_columns(*_csr_arrays(B), heavy_map, cols.size)
         Ah = Bh if symmetric else dense_columns(*_csr_arrays(A), heavy_map, cols.size)
         out += dgemm(1.0, Bh.T, Ah.T, trans_a=True).T     # Fortran-order B A^T is C-order A B^T, no copy
@@ -300,10 +294,18 @@ def _csr_arrays(M):
             M.data.astype(np.float64, copy=False))
 
 
-def _columns(M, colmap, n_cols):
-    """``M[:, kept]`` renumbered by ``colmap`` (-1: dropped), each row's entries in their order."""
-    indptr, indices, data = select_columns(*_csr_arrays(M), colmap, np.empty(0), False)
-    return sp.csr_matrix((data, indices, indptr), shape=(M.shape[0], n_cols))
+def _column_map(n_cols, kept):
+    """Each of ``n_cols`` columns' position among the sorted ``kept`` ones, -1 for the others."""
+    colmap = np.full(n_cols, -1, dtype=np.intp)
+    colmap[kept] = np.arange(kept.size)
+    return colmap
+
+
+def _columns(M, kept, scale=None, reverse=False):
+    """``M[:, kept]`` (sorted ``kept``), each row's entries in their order or reversed, values times ``scale``."""
+    indptr, indices, data = select_columns(*_csr_arrays(M), _column_map(M.shape[1], kept),
+                                           np.empty(0) if scale is None else scale, reverse)
+    return sp.csr_matrix((data, indices, indptr), shape=(M.shape[0], kept.size))
 
 
 _ARPACK_MAX_FRACTION = 0.1   # up to this share of the rank, a Lanczos solver beats LAPACK (4x at 5 %)
