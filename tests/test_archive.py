@@ -410,12 +410,14 @@ def test_imported_chain_table_rebuilds_the_published_run_reproduction(tmp_path):
     experiments = yaml.safe_load((REPO / "config/thesis.yaml").read_text())["experiments"]
     archive.report(tmp_path / "archive", experiments, REPO / "config/reference", tmp_path / "out")
     built = tmp_path / "out/table_6_1_chain/report"
-    for name in ("reproduction_2.csv", "tables/01_table_macro_r2.csv"):
-        assert (built / name).read_bytes() == (CHAIN / name).read_bytes(), name
-    # the reports have since gained columns (the relative difference): every column of the kept file, cell for cell
-    kept = pd.read_csv(CHAIN / "reproduction.csv", dtype=str, keep_default_na=False)
-    rebuilt = pd.read_csv(built / "reproduction.csv", dtype=str, keep_default_na=False)
-    pd.testing.assert_frame_equal(rebuilt[list(kept.columns)], kept)
+    name = "tables/01_table_macro_r2.csv"
+    assert (built / name).read_bytes() == (CHAIN / name).read_bytes(), name
+    # the reports have since gained columns (the relative difference; the printed p beside a re-tested one): every
+    # column of the kept file, cell for cell
+    for name in ("reproduction.csv", "reproduction_2.csv"):
+        kept = pd.read_csv(CHAIN / name, dtype=str, keep_default_na=False)
+        rebuilt = pd.read_csv(built / name, dtype=str, keep_default_na=False)
+        pd.testing.assert_frame_equal(rebuilt[list(kept.columns)], kept, obj=name)
 
 
 def test_import_refuses_a_table_of_another_configuration(tmp_path):

@@ -237,3 +237,22 @@ def test_iman_davenport_undefined_when_every_dataset_ranks_alike():
     text = _iman_davenport_text({"iman_davenport": res.iman_davenport,
                                  "iman_davenport_p_value": res.iman_davenport_p_value})
     assert "undefined" in text and "inf" not in text
+
+
+def test_smallest_p_value_is_the_most_extreme_outcome():
+    # Wilcoxon: one method better on every unit, distinct margins: 2 / 2^n under scipy's exact distribution
+    for n in range(2, 9):
+        assert stats.smallest_p_value("wilcoxon", n) == pytest.approx(2.0 / 2 ** n)
+        a = np.arange(1.0, n + 1.0) + 10.0
+        assert stats.smallest_p_value("wilcoxon", n) == pytest.approx(sst.wilcoxon(a, np.full(n, 10.0)).pvalue)
+    assert stats.smallest_p_value("wilcoxon", 5) > 0.05 > stats.smallest_p_value("wilcoxon", 6)
+    # Friedman: every unit ranks the k methods alike, chi^2 = n (k - 1); it equals friedman_test's p there
+    alike = pd.DataFrame([[3.0, 2.0, 1.0]] * 2, columns=list("abc"))
+    assert stats.smallest_p_value("friedman", 2, 3) == pytest.approx(math.exp(-2.0))
+    assert stats.smallest_p_value("friedman", 2, 3) == pytest.approx(stats.friedman_test(alike).p_value)
+    assert stats.smallest_p_value("friedman", 2, 8) > 0.05 > stats.smallest_p_value("friedman", 3, 8)
+    assert stats.smallest_p_value("ttest", 2) == 0.0
+    with pytest.raises(ValueError, match="unknown test 'sign'"):
+        stats.smallest_p_value("sign", 4)
+    with pytest.raises(ValueError, match="n_units"):
+        stats.smallest_p_value("wilcoxon", 0)

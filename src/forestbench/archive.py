@@ -740,9 +740,12 @@ def readme_table(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
                   f"{r.out} | {r.explained} |" for r in rows]
         lines += ["", "Within tolerance: the report's verdict (each reference entry's `tolerance_std` published std, "
                   "or `tolerance_abs` / `tolerance_rel` where no std is printed; p-values and ranks: the published "
-                  "decision). "
+                  "decision, re-tested or re-ranked on the published cells of the datasets we ran where the entry "
+                  "names `cells`). "
                   "Explained: out-of-tolerance cells whose miss `config/README.md` explains (the entry's "
-                  "`explained` list names the cells and the heading)."]
+                  "`explained` list names the cells and the heading). Cells run but neither within nor out are "
+                  "unjudged: a dataset's run still under way, a reduced protocol, or a test over too few datasets "
+                  "to reach significance at all (Wilcoxon needs 6 at 0.05)."]
     if others:
         lines += ["", "Archived without published numbers to compare with: " + ", ".join(f"`{o}`" for o in others)
                   + "."]

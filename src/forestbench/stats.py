@@ -20,7 +20,7 @@ from scipy import stats as _sst
 __all__ = [
     "FriedmanResult", "PairwiseResult", "average_ranks", "friedman_test", "holm_correction",
     "nemenyi_critical_difference", "nemenyi_pvalues", "nemenyi_q_alpha", "pairwise_test", "paired_ttest", "rank_table",
-    "wilcoxon_holm",
+    "smallest_p_value", "wilcoxon_holm",
 ]
 
 
@@ -167,6 +167,30 @@ def _wilcoxon(a, b, zero_method: str) -> tuple[float, float]:
     direction = float(r[nonzero > 0].sum() - r[nonzero < 0].sum())
     res = _sst.wilcoxon(a, b, zero_method=zero_method)
     return float(res.pvalue), direction
+
+
+def smallest_p_value(test: str, n_units: int, n_methods: int = 2) -> float:
+    """The smallest p-value ``test`` can return on ``n_units`` paired units (datasets), whatever the scores.
+
+    "wilcoxon": the two-sided signed-rank test when one method wins on every unit by distinct margins (2 / 2^n
+    under the exact distribution scipy uses for small n); "friedman": the chi^2 form of :func:`friedman_test` when
+    every unit ranks the ``n_methods`` methods in the same order (chi^2 = n (k - 1)); "ttest": 0, since a paired
+    t-test reaches any level from 2 pairs on. A test whose smallest p is at or above alpha cannot call any
+    difference significant, so agreeing with a published "not significant" says nothing.
+    """
+    if int(n_units) != n_units or n_units < 1:
+        raise ValueError(f"n_units must be an integer >= 1, got {n_units}")
+    n = int(n_units)
+    if test == "wilcoxon":
+        return _wilcoxon(np.arange(1.0, n + 1.0), np.zeros(n), "wilcox")[0]
+    if test == "friedman":
+        k = int(n_methods)
+        if k < 2:
+            raise ValueError(f"the Friedman test needs at least 2 methods, got {n_methods}")
+        return float(_sst.chi2.sf(n * (k - 1), k - 1))
+    if test == "ttest":
+        return 0.0 if n >= 2 else 1.0
+    raise ValueError(f"unknown test {test!r}: expected 'wilcoxon', 'friedman' or 'ttest'")
 
 
 class PairwiseResult(NamedTuple):

@@ -124,7 +124,7 @@ def test_compare_cd_figure_6_7():
     assert frame.loc["Friedman p", "ours"] == pytest.approx(4.7e-11, rel=0.03)
     assert frame.loc["gbrt_relabel_rpo_gaussian", "difference"] == pytest.approx(0, abs=1e-4)
     assert rep.counts() == {"cells": 10, "run": 10, "agree": 10, "disagree": 0, "not_run": 0, "judged": 10,
-                            "comparison_only": 0, "reduced_protocol": 0}
+                            "comparison_only": 0, "too_few_datasets": 0, "reduced_protocol": 0}
     # a sub-set of the methods: flagged as not comparable
     partial = reproduction.compare_any(scores, dict(cfg, methods={"gbmort": "gbmort", "mo_rf": "mo_rf"}),
                                        REFERENCE_DIR, "fig67")
@@ -146,6 +146,55 @@ def test_compare_wilcoxon_table_6_7():
     row = rep.frame[(rep.frame.row_variant == "br_gbrt") & (rep.frame.col_variant == "gbrt_relabel_rpo_gaussian")]
     assert row.iloc[0]["paper_sign"] == "<" and row.iloc[0]["ours_sign"] == "<"
     assert "✓ ok" in rep.to_markdown() and "DISAGREES" not in rep.to_markdown()
+
+
+def test_wilcoxon_table_6_7_retests_published_cells_over_the_datasets_run():
+    """With ``cells`` the printed Table 6.5 means of the datasets we ran are tested again and our signs judged
+    against those; the printed p-values (21 datasets) are shown beside. Fewer than 6 datasets: unjudged."""
+    scores = thesis_lrap_scores()
+    ids = sorted(set(scores["variant"]))
+    cfg = {"table": "thesis_table_6_7", "metric": "lrap", "methods": {i: i for i in ids},
+           "cells": ["thesis_table_6_5", "thesis_table_6_6"]}
+    # every published dataset, our means the printed ones: the re-test is the printed table's test
+    full = reproduction.compare_any(scores, cfg, REFERENCE_DIR, "t67")
+    assert full.counts()["agree"] == 56 and (full.frame["paper_sign"] == full.frame["printed_sign"]).all()
+    # eight datasets, our means the printed ones: every sign agrees with the re-test, not with the printed table
+    eight = ["bibtex", "birds", "cal500", "corel5k", "emotions", "enron", "genbase", "medical"]
+    part = reproduction.compare_any(scores[scores["dataset"].isin(eight)], cfg, REFERENCE_DIR, "t67")
+    frame = part.frame
+    assert part.counts()["agree"] == 56 and part.counts()["too_few_datasets"] == 0
+    assert (frame["paper_sign"] != frame["printed_sign"]).any()
+    assert (frame["paper_p"] >= 2 / 2 ** 8 - 1e-12).all() and (frame["printed_p"] <= 0.001).any()
+    assert "over the 8 dataset(s) we compare" in " ".join(part.notes)
+    # ours shifted on one method, so it now loses to every other on all eight datasets: its row disagrees
+    shifted = scores[scores["dataset"].isin(eight)].copy()
+    shifted.loc[shifted["variant"] == "mo_rf", "value"] -= 0.5
+    worse = reproduction.compare_any(shifted, cfg, REFERENCE_DIR, "t67").frame
+    mo = worse[worse["row_variant"] == "mo_rf"]
+    assert (mo["ours_sign"] == "<").all() and (mo["status"] == reproduction.STATUS_DISAGREE).any()
+    # two datasets (emotions, cal500): the test cannot reach 0.05, every row is shown and left unjudged
+    two = reproduction.compare_any(scores[scores["dataset"].isin(["emotions", "cal500"])], cfg, REFERENCE_DIR, "t67")
+    c = two.counts()
+    assert c["run"] == 56 and c["too_few_datasets"] == 56 and c["judged"] == 0
+    assert "smallest attainable p 0.5" in " ".join(two.notes)
+    # without cells the printed p-values are judged, but two datasets still cannot be
+    plain = reproduction.compare_any(scores[scores["dataset"].isin(["emotions", "cal500"])],
+                                     {k: v for k, v in cfg.items() if k != "cells"}, REFERENCE_DIR, "t67")
+    assert plain.counts()["too_few_datasets"] == 56
+
+
+def test_pvalue_cells_only_for_a_test_over_datasets():
+    methods = ["artificial_gbrt", "st_gbrt", "gbmort", "gbrt_relabel_rpo_subsampled", "gbrt_rpo_subsampled"]
+    cfg = {"table": "thesis_table_6_2", "metric": "macro_r2", "methods": {m: m for m in methods},
+           "cells": "thesis_table_6_1"}
+    with pytest.raises(ConfigError, match="only a test over datasets"):
+        reproduction.check_reference(cfg, REFERENCE_DIR, "t62")
+    with pytest.raises(ConfigError, match="thesis_table_6_2 tests repeats within each dataset"):
+        reproduction.compare_any(thesis_lrap_scores().iloc[:0], cfg, REFERENCE_DIR, "t62")
+    bad = {"table": "thesis_table_6_7", "metric": "lrap", "methods": {"mo_rf": "mo_rf", "gbmort": "gbmort"},
+           "cells": "thesis_table_6_8"}
+    with pytest.raises(ConfigError, match="thesis_table_6_8 has no lrap cells"):
+        reproduction.check_reference(bad, REFERENCE_DIR, "t67")
 
 
 def test_compare_ttest_table_6_2_blocks_per_dataset():
@@ -240,22 +289,24 @@ def test_cd_figure_reranks_published_cells_over_what_ran():
     assert frame.loc["mlp", "paper"] == pytest.approx(3.0) and frame.loc["mlp", "ours"] == pytest.approx(2.0)
     assert frame.loc["rf_et", "figure"] == pytest.approx(3.7292)   # the figure's own rank, shown, not judged
     status = frame["status"].to_dict()
+    # three methods over two datasets: the Friedman test cannot reach 0.05 (smallest p e^-2), so its row is shown
+    # and left unjudged
     assert status == {"X_TE": reproduction.STATUS_DISAGREE, "rf_et": reproduction.STATUS_OK,
                       "dstars": reproduction.STATUS_NOT_RUN, "mlp": reproduction.STATUS_DISAGREE,
-                      "Friedman p": reproduction.STATUS_OK}
+                      "Friedman p": reproduction.STATUS_TOO_FEW}
     # chi^2_F = 12 N / (k (k+1)) sum (R_j - 2)^2 with N = 2, k = 3, no ties: 1.0 ours, 3.0 published; 2 dof
     assert frame.loc["Friedman p", "ours"] == pytest.approx(np.exp(-0.5))
     assert frame.loc["Friedman p", "paper"] == pytest.approx(np.exp(-1.5))
     notes = " ".join(rep.notes)
     assert "dstars" in notes and "andro" in notes and "over 2 dataset(s) (jura, slump)" in notes
-    assert rep.counts() == {"cells": 5, "run": 4, "agree": 2, "disagree": 2, "not_run": 1, "judged": 4,
-                            "comparison_only": 0, "reduced_protocol": 0}
+    assert rep.counts() == {"cells": 5, "run": 4, "agree": 1, "disagree": 2, "not_run": 1, "judged": 3,
+                            "comparison_only": 0, "too_few_datasets": 1, "reduced_protocol": 0}
     # our cells equal to the published ones: every rank agrees to the bit
     same = _dte4_scores({(d, v): float(x) for d, v, x in [("jura", "rf_et", .664), ("jura", "X_TE", .633),
                                                            ("jura", "mlp", .733), ("slump", "rf_et", .851),
                                                            ("slump", "X_TE", .857), ("slump", "mlp", 1.0)]})
     exact = reproduction.compare_any(same, cfg, REFERENCE_DIR, "dte_table_4").frame
-    ran = exact[exact["status"] != reproduction.STATUS_NOT_RUN]
+    ran = exact[~exact["status"].isin([reproduction.STATUS_NOT_RUN, reproduction.STATUS_TOO_FEW])]
     assert (ran["status"] == reproduction.STATUS_OK).all() and (ran["difference"].dropna() == 0).all()
     # fewer than two complete datasets: nothing is judged
     one = reproduction.compare_any(scores[scores["dataset"] == "jura"], cfg, REFERENCE_DIR, "dte_table_4")

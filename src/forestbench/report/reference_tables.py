@@ -91,17 +91,7 @@ def check_reference(ref_cfg, reference_dir: Path, experiment: str, cache: dict |
     ref, kind = cache[table]
     if kind == "cd":
         _mapping(ref_cfg, where, set(ref.loc[ref["row_type"] == "average_rank", "method_id"]))
-        cells = ref_cfg.get("cells")
-        if cells is not None:   # the published results table the figure ranks (reproduction._compare_reranked)
-            if str(cells) not in cache:
-                cache[str(cells)] = read_reference(reference_dir, str(cells))
-            cells_ref, cells_kind = cache[str(cells)]
-            if cells_kind != "results":
-                raise ConfigError(f"{where}.cells: {cells} is a {cells_kind} table, not a results table")
-            have = set(cells_ref.loc[cells_ref["metric"] == metric, "method_id"])
-            missing = sorted(set(map(str, ref_cfg["methods"].values())) - have)
-            if missing:
-                raise ConfigError(f"{where}.cells: {cells} has no {metric} cells of {', '.join(missing)}")
+        _check_cells(ref_cfg, reference_dir, where, metric, cache)
         return
     if kind == "grid":
         return          # cells indexed by parameters, with their own metric rule: forestbench.report.teaching
@@ -110,6 +100,10 @@ def check_reference(ref_cfg, reference_dir: Path, experiment: str, cache: dict |
         raise ConfigError(f"{where}: metric {metric!r} not in reference table {table}")
     if kind == "pvalues":
         _mapping(ref_cfg, where, set(ref["row_method_id"]) | set(ref["col_method_id"]))
+        if ref_cfg.get("cells") is not None and not ref["test"].str.lower().str.contains("wilcoxon").all():
+            raise ConfigError(f"{where}.cells: only a test over datasets (Wilcoxon) re-tests published cells; "
+                              f"{table} tests repeats within each dataset")
+        _check_cells(ref_cfg, reference_dir, where, metric, cache)
     else:
         _mapping(ref_cfg, where, set(ref["method_id"]))
         dataset_map = ref_cfg.get("datasets") or {}
@@ -123,6 +117,37 @@ def check_reference(ref_cfg, reference_dir: Path, experiment: str, cache: dict |
                     raise ConfigError(f"{where}: {table} has none of the experiment's datasets "
                                       f"({', '.join(map(str, datasets))}); map them with `datasets:` "
                                       "(ours -> the table's dataset_id)")
+
+
+def cells_tables(ref_cfg: dict, where: str) -> list[str]:
+    """The published results table(s) named by ``cells``: one name, or a list when the cells of one figure or test
+    are printed over several tables (thesis Tables 6.5 and 6.6 hold the 21 datasets of Fig 6.7 and Table 6.7)."""
+    cells = ref_cfg.get("cells")
+    if cells is None:
+        return []
+    names = [cells] if isinstance(cells, str) else cells
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(f"{where}.cells must name a published results table or a list of them, got {cells!r}")
+    return list(names)
+
+
+def _check_cells(ref_cfg: dict, reference_dir: Path, where: str, metric: str, cache: dict) -> None:
+    """``cells``: the published results table(s) whose per-dataset values a CD figure ranks or a test over datasets
+    paired (reproduction._compare_reranked, compare_pvalues); together they must hold every mapped method's cells."""
+    names = cells_tables(ref_cfg, where)
+    if not names:
+        return
+    have: set = set()
+    for cells in names:
+        if cells not in cache:
+            cache[cells] = read_reference(reference_dir, cells)
+        cells_ref, cells_kind = cache[cells]
+        if cells_kind != "results":
+            raise ConfigError(f"{where}.cells: {cells} is a {cells_kind} table, not a results table")
+        have |= set(cells_ref.loc[cells_ref["metric"] == metric, "method_id"])
+    missing = sorted(set(map(str, ref_cfg["methods"].values())) - have)
+    if missing:
+        raise ConfigError(f"{where}.cells: {' + '.join(names)} has no {metric} cells of {', '.join(missing)}")
 
 
 def load_reference(reference_dir: Path, table: str) -> pd.DataFrame:

@@ -20,15 +20,17 @@ import numpy as np
 import pandas as pd
 
 from forestbench.errors import ConfigError
-from forestbench.report.reference_tables import (KIND_COLUMNS, PROTOCOLS, _entry, _mapping, check_reference,
-                                                 check_references, entry_protocol, load_reference, read_reference)
+from forestbench.report.reference_tables import (KIND_COLUMNS, PROTOCOLS, _entry, _mapping, cells_tables,
+                                                 check_reference, check_references, entry_protocol, load_reference,
+                                                 read_reference)
 from forestbench.report.teaching import compare_grid
 from forestbench.report.verdicts import (COLUMNS, STATUS_COMPARISON, STATUS_DISAGREE, STATUS_NO_STD, STATUS_PARTIAL,
-                                         STATUS_NO_VALUE, STATUS_NOT_RUN, STATUS_OK, STATUS_OUT, STATUS_UNDEFINED,
-                                         Protocol, Reproduction, StatComparison)
+                                         STATUS_NO_VALUE, STATUS_NOT_RUN, STATUS_OK, STATUS_OUT, STATUS_TOO_FEW,
+                                         STATUS_UNDEFINED, Protocol, Reproduction, StatComparison)
 
 __all__ = ["COLUMNS", "KIND_COLUMNS", "PROTOCOLS", "STATUS_COMPARISON", "STATUS_DISAGREE", "STATUS_NO_STD",
-           "STATUS_NO_VALUE", "STATUS_NOT_RUN", "STATUS_OK", "STATUS_OUT", "STATUS_UNDEFINED", "Protocol",
+           "STATUS_NO_VALUE", "STATUS_NOT_RUN", "STATUS_OK", "STATUS_OUT", "STATUS_TOO_FEW", "STATUS_UNDEFINED",
+           "Protocol",
            "Reproduction", "StatComparison", "check_reference", "check_references", "compare", "compare_any",
            "compare_grid", "compare_pvalues", "compare_ranks", "entry_protocol", "load_reference", "read_reference"]
 
@@ -147,13 +149,22 @@ def compare(summary: pd.DataFrame, ref_cfg: dict, reference_dir: Path, experimen
 
 
 # --- published statistics: pairwise p-value tables and critical-difference figures -------------------------------
-def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experiment: str) -> StatComparison:
+def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experiment: str,
+                    reference_dir: Path | None = None) -> StatComparison:
     """Published pairwise p-values (thesis Tables 6.2/6.4/6.7/6.9) beside ours, same test, no correction.
 
     A row agrees when our sign notation equals the paper's: both significant at alpha in the same direction, or
     both not significant (the papers print a sign only when p < 0.05).
+
+    A test over datasets (Wilcoxon) printed for more datasets than we ran is not what a partial run can be held
+    to. With ``cells: <results table>`` (the published table whose means the test paired) the published means of
+    exactly the datasets where every mapped variant of ours ran are tested again, and our signs are judged against
+    those; the printed p-values (every published dataset) are shown beside, not judged. Whenever the datasets
+    tested are too few for the test to reach alpha at all (Wilcoxon: fewer than 6 at 0.05), the rows are shown
+    and left unjudged, since both sides can only be "not significant".
     """
-    from forestbench.report.data import metric_direction
+    from forestbench import stats
+    from forestbench.report.data import complete_rows, metric_direction, score_matrix, summarise, without_partial
     from forestbench.report.tables import pvalue_table
 
     where = f"experiments.{experiment}.reference"
@@ -170,13 +181,51 @@ def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, expe
     test = "wilcoxon" if "wilcoxon" in test_text else "ttest" if "t-test" in test_text else None
     if test is None:
         raise ConfigError(f"{where}: cannot tell the test of {table} from its 'test' column ({test_text!r})")
+    cells = cells_tables(ref_cfg, where)
+    cells_table = " + ".join(cells) if cells else None
+    if cells_table is not None and test != "wilcoxon":
+        raise ConfigError(f"{where}.cells: only a test over datasets (Wilcoxon) re-tests published cells; {table} "
+                          "tests repeats within each dataset")
     dataset_map = {str(v): str(k) for k, v in (ref_cfg.get("datasets") or {}).items()}
     ref = ref[ref["row_method_id"].isin(to_variant) & ref["col_method_id"].isin(to_variant)]
     blocks_ds = [dataset_map.get(d, d) for d in dict.fromkeys(ref["dataset_id"]) if d]
     hib = metric_direction(scores, ours_metric, None)
-    ours = pvalue_table(scores, ours_metric, hib, test, None, None, alpha, list(dict.fromkeys(to_variant.values())),
-                        blocks_ds or None)
+    variants = list(dict.fromkeys(to_variant.values()))
+    retested = None                       # the published cells' own test over the datasets we compare
+    notes_cells: list[str] = []
+    if cells_table is not None:
+        if reference_dir is None:
+            raise ConfigError(f"{where}: cells needs the reference folder")
+        published, pub_higher = _published_matrix(reference_dir, cells, metric, where)
+        missing_ids = sorted(set(to_variant) - set(published.columns))
+        if missing_ids:
+            raise ConfigError(f"{where}.cells: {cells_table} has no {metric} cells of {', '.join(missing_ids)}")
+        summary, _ = without_partial(summarise(scores, ours_metric))
+        complete, _ = complete_rows(score_matrix(summary, None, variants))
+        by_variant = {v: mid for mid, v in to_variant.items()}
+        to_pub = {str(k): str(v) for k, v in (ref_cfg.get("datasets") or {}).items()}
+        pub_rows = published.reindex(index=[to_pub.get(str(d), str(d)) for d in complete.index],
+                                     columns=[by_variant[v] for v in variants])
+        has_cells = ~pub_rows.isna().any(axis=1).to_numpy()
+        unpublished = [str(d) for d, ok in zip(complete.index, has_cells) if not ok]
+        blocks_ds = [str(d) for d, ok in zip(complete.index, has_cells) if ok]
+        pub_c = pub_rows[has_cells].set_axis(blocks_ds, axis=0).set_axis(variants, axis=1)
+        if len(blocks_ds) >= 2:
+            retested = stats.pairwise_test(pub_c, test, pub_higher, None, alpha)
+        notes_cells.append(f"the published means of {cells_table} tested again over the {len(blocks_ds)} dataset(s) "
+                           f"we compare ({', '.join(blocks_ds) or 'none'}) are what our signs are judged against; "
+                           "the printed p-values (every published dataset) are shown beside, not judged")
+        if unpublished:
+            notes_cells.append(f"datasets left out (a compared method has no published cell): "
+                               f"{_short_list(unpublished)}")
+    ours = pvalue_table(scores, ours_metric, hib, test, None, None, alpha, variants, blocks_ds or None)
+    if cells_table is not None and retested is None:
+        ours.blocks = []                  # fewer than 2 datasets with published cells: nothing to compare
     by_block = {b.title: b for b in ours.blocks}
+    too_few = set()
+    for b in ours.blocks:
+        if stats.smallest_p_value(test, b.n_units) >= alpha:
+            too_few.add(b.title)
     rows = []
     for r in ref.itertuples(index=False):
         block_name = dataset_map.get(r.dataset_id, r.dataset_id) if r.dataset_id else "over datasets"
@@ -188,19 +237,41 @@ def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, expe
         p = sign = None
         if block is not None and rv in block.p_values.index and cv in block.p_values.columns:
             p, sign = float(block.p_values.loc[rv, cv]), block.signs.loc[rv, cv]
-        paper_sign = r.sign or ""
-        status = STATUS_NOT_RUN if p is None else (STATUS_OK if sign == paper_sign else STATUS_DISAGREE)
+        printed_p, printed_sign = pd.to_numeric(r.p_value, errors="coerce"), r.sign or ""
+        paper_p, paper_sign = printed_p, printed_sign
+        if cells_table is not None:
+            paper_p = np.nan if retested is None else float(retested.p_values.loc[rv, cv])
+            paper_sign = "" if retested is None else retested.signs.loc[rv, cv]
+        if p is None:
+            status = STATUS_NOT_RUN
+        elif block.title in too_few:
+            status = STATUS_TOO_FEW
+        else:
+            status = STATUS_OK if sign == paper_sign else STATUS_DISAGREE
         rows.append({"block": block_name, "item": f"{rv} vs {cv}", "row_variant": rv, "col_variant": cv,
-                     "paper_p": pd.to_numeric(r.p_value, errors="coerce"), "paper_sign": paper_sign,
-                     "ours_p": np.nan if p is None else p, "ours_sign": "" if sign is None else sign,
-                     "status": status})
-    frame = pd.DataFrame(rows, columns=["block", "item", "row_variant", "col_variant", "paper_p", "paper_sign",
-                                        "ours_p", "ours_sign", "status"])
-    notes = list(ours.notes) + [f"our {test} p-values are uncorrected, like the published table; a row agrees when"
-                                f" the sign notation at α = {alpha} is the same"]
-    cols = [("block", "block"), ("row vs column", "item"), ("paper p", "paper_p"), ("paper sign", "paper_sign"),
-            ("ours p", "ours_p"), ("ours sign", "ours_sign")]
-    return StatComparison(table, metric, "pairwise p-values", frame, cols, notes)
+                     "printed_p": printed_p, "printed_sign": printed_sign, "paper_p": paper_p,
+                     "paper_sign": paper_sign, "ours_p": np.nan if p is None else p,
+                     "ours_sign": "" if sign is None else sign, "status": status})
+    frame = pd.DataFrame(rows, columns=["block", "item", "row_variant", "col_variant", "printed_p", "printed_sign",
+                                        "paper_p", "paper_sign", "ours_p", "ours_sign", "status"])
+    notes = list(ours.notes) + notes_cells + [
+        f"our {test} p-values are uncorrected, like the published table; a row agrees when the sign notation at "
+        f"α = {alpha} is the same"]
+    if too_few:
+        floor = ", ".join(f"{b.title}: smallest attainable p {stats.smallest_p_value(test, b.n_units):.3g}"
+                          for b in ours.blocks if b.title in too_few)
+        notes.append(f"unjudged: the {test} test cannot reach α = {alpha} on so few paired units ({floor})")
+    if cells_table is not None:
+        cols = [("block", "block"), ("row vs column", "item"), ("table p (all published)", "printed_p"),
+                ("table sign", "printed_sign"), ("paper p, re-tested", "paper_p"), ("paper sign, re-tested",
+                                                                                  "paper_sign"),
+                ("ours p", "ours_p"), ("ours sign", "ours_sign")]
+        what = f"pairwise p-values (cells of {cells_table} re-tested)"
+    else:
+        cols = [("block", "block"), ("row vs column", "item"), ("paper p", "paper_p"), ("paper sign", "paper_sign"),
+                ("ours p", "ours_p"), ("ours sign", "ours_sign")]
+        what = "pairwise p-values"
+    return StatComparison(table, metric, what, frame, cols, notes)
 
 
 def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experiment: str,
@@ -248,8 +319,12 @@ def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experi
     cd = stats.nemenyi_critical_difference(len(variants), complete.shape[0], alpha) if ok else np.nan
     rows = []
 
+    friedman_too_few = ok and stats.smallest_p_value("friedman", complete.shape[0], complete.shape[1]) >= alpha
+
     def add(item, paper, ours, status_fn):
         status = STATUS_NOT_RUN if pd.isna(ours) else STATUS_OK if status_fn(paper, ours) else STATUS_DISAGREE
+        if item == "Friedman p" and friedman_too_few and status != STATUS_NOT_RUN:
+            status = STATUS_TOO_FEW
         diff = np.nan if pd.isna(ours) or item == "Friedman p" else ours - paper  # p-values: compared by side of alpha
         rows.append({"block": "average rank" if item in variants else item, "item": item, "paper": paper,
                      "ours": ours, "difference": diff, "status": status})
@@ -273,16 +348,17 @@ def compare_ranks(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, experi
     return StatComparison(table, metric, "critical-difference statistics", frame, cols, notes)
 
 
-def _published_matrix(reference_dir: Path, cells_table: str, metric: str, where: str) -> tuple[pd.DataFrame, bool]:
-    """dataset_id x method_id of the published values of ``metric`` in a results table (printed 'mean' rows left
-    out), and whether higher is better."""
-    pub = load_reference(reference_dir, cells_table)
+def _published_matrix(reference_dir: Path, cells: list[str], metric: str, where: str) -> tuple[pd.DataFrame, bool]:
+    """dataset_id x method_id of the published values of ``metric`` in the results table(s) ``cells`` (printed
+    'mean' rows left out), and whether higher is better."""
+    name = " + ".join(cells)
+    pub = pd.concat([load_reference(reference_dir, c) for c in cells], ignore_index=True)
     pub = pub[(pub["metric"] == metric) & (pub["dataset"].str.lower() != "mean")]
     if pub.empty:
-        raise ConfigError(f"{where}.cells: metric {metric!r} not in reference table {cells_table}")
+        raise ConfigError(f"{where}.cells: metric {metric!r} not in reference table {name}")
     directions = set(pub["higher_is_better"].str.lower())
     if len(directions) != 1 or not directions <= {"true", "false"}:
-        raise ConfigError(f"{where}.cells: {cells_table} must give one higher_is_better (true / false) for "
+        raise ConfigError(f"{where}.cells: {name} must give one higher_is_better (true / false) for "
                           f"{metric}, found {', '.join(sorted(directions))}")
     values = pd.to_numeric(pub["value"], errors="coerce")
     matrix = (pub.assign(value=values).pivot_table(index="dataset_id", columns="method_id", values="value",
@@ -305,9 +381,10 @@ def _compare_reranked(scores: pd.DataFrame, ref_cfg: dict, where: str, reference
                                          without_partial)
 
     table, metric = str(ref_cfg["table"]), str(ref_cfg["metric"])
-    cells_table = str(ref_cfg["cells"])
+    cells = cells_tables(ref_cfg, where)
+    cells_table = " + ".join(cells)
     dataset_map = {str(k): str(v) for k, v in (ref_cfg.get("datasets") or {}).items()}
-    published, pub_higher = _published_matrix(reference_dir, cells_table, metric, where)
+    published, pub_higher = _published_matrix(reference_dir, cells, metric, where)
     missing_ids = sorted(set(to_variant) - set(published.columns))
     if missing_ids:
         raise ConfigError(f"{where}.cells: {cells_table} has no {metric} cells of {', '.join(missing_ids)}")
@@ -340,6 +417,7 @@ def _compare_reranked(scores: pd.DataFrame, ref_cfg: dict, where: str, reference
                      "ours": mine, "difference": mine - paper, "status": status})
     p_paper, p_ours = (pub_res.p_value, ours_res.p_value) if ok else (np.nan, np.nan)
     p_status = (STATUS_NOT_RUN if not ok else
+                STATUS_TOO_FEW if stats.smallest_p_value("friedman", n, k) >= alpha else
                 STATUS_OK if (p_paper < alpha) == (p_ours < alpha) else STATUS_DISAGREE)
     rows.append({"block": "Friedman p", "item": "Friedman p", "figure": np.nan, "paper": p_paper, "ours": p_ours,
                  "difference": np.nan, "status": p_status})
@@ -401,7 +479,7 @@ def _compare_kind(scores: pd.DataFrame, ref_cfg: dict, reference_dir: Path, expe
     if kind == "results":
         return compare(_our_summary(scores, ref_cfg, where), ref_cfg, reference_dir, experiment, datasets)
     if kind == "pvalues":
-        return compare_pvalues(scores, ref, ref_cfg, experiment)
+        return compare_pvalues(scores, ref, ref_cfg, experiment, reference_dir)
     if kind == "grid":
         return compare_grid(scores, ref, ref_cfg, experiment)
     return compare_ranks(scores, ref, ref_cfg, experiment, reference_dir)

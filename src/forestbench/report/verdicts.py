@@ -26,6 +26,9 @@ STATUS_NO_VALUE = "no published value"
 STATUS_COMPARISON = "comparison only"
 # a cell with fewer repeats than the experiment's other cells (a run still under way): shown, not judged
 STATUS_PARTIAL = "partial, unjudged"
+# a test computed on too few datasets to call any difference significant at alpha (its smallest attainable p is at
+# or above alpha): shown, not judged, since agreeing with a published "not significant" would say nothing
+STATUS_TOO_FEW = "too few datasets, unjudged"
 # statuses a cell computed under the published protocol can get, which a reduced protocol turns into a comparison
 JUDGED = (STATUS_OK, STATUS_OUT, STATUS_DISAGREE, STATUS_NO_STD)
 # the judged cells' second share, stated beside the configured tolerance rule (in published std)
@@ -206,6 +209,7 @@ class StatComparison:
         agree, disagree = int((st == STATUS_OK).sum()), int(st.isin([STATUS_DISAGREE, STATUS_OUT]).sum())
         return {"cells": int(len(st)), "run": int((st != STATUS_NOT_RUN).sum()), "judged": agree + disagree,
                 "agree": agree, "disagree": disagree, "comparison_only": int((st == STATUS_COMPARISON).sum()),
+                "too_few_datasets": int((st == STATUS_TOO_FEW).sum()),
                 "not_run": int((st == STATUS_NOT_RUN).sum()), "reduced_protocol": int(self.protocol.reduced)}
 
     def not_run(self) -> list[tuple]:
@@ -217,6 +221,8 @@ class StatComparison:
                 f"{c['judged']} judged: {c['agree']} agree, {c['disagree']} disagree")
         if c["comparison_only"]:
             text += f"; {c['comparison_only']} comparison only (reduced protocol)"
+        if c["too_few_datasets"]:
+            text += f"; {c['too_few_datasets']} unjudged (too few datasets for the test to reach significance)"
         return text + f"; {c['not_run']} not run"
 
     def to_csv(self) -> str:
