@@ -82,6 +82,14 @@ def main(argv=None):
     ap.add_argument("--folds", choices=["archived", "contiguous"], default="archived",
                     help="the archived split (default) or unshuffled 10-fold CV of the row order")
     args = ap.parse_args(argv)
+    # one BLAS thread, as the workflow's fit jobs run (runner.run_job): OpenBLAS's spinning threads on a machine
+    # already busy with a run turned a 20 s refit into an hour of system time
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(limits=1):
+        _main(args)
+
+
+def _main(args):
     runs = args.archive / args.experiment / "runs" / args.dataset
     ds = load_dataset(args.data / "prepared" / f"{args.dataset}.npz")
     Y = np.asarray(ds.Y.toarray() if hasattr(ds.Y, "toarray") else ds.Y, dtype=float)
