@@ -30,9 +30,9 @@ from forestbench.report.verdicts import (COLUMNS, STATUS_COMPARISON, STATUS_DISA
 
 __all__ = ["COLUMNS", "KIND_COLUMNS", "PROTOCOLS", "STATUS_COMPARISON", "STATUS_DISAGREE", "STATUS_NO_STD",
            "STATUS_NO_VALUE", "STATUS_NOT_RUN", "STATUS_OK", "STATUS_OUT", "STATUS_TOO_FEW", "STATUS_UNDEFINED",
-           "Protocol",
-           "Reproduction", "StatComparison", "check_reference", "check_references", "compare", "compare_any",
-           "compare_grid", "compare_pvalues", "compare_ranks", "entry_protocol", "load_reference", "read_reference"]
+           "Protocol", "Reproduction", "StatComparison", "check_reference", "check_references", "compare",
+           "compare_any", "compare_grid", "compare_pvalues", "compare_ranks", "entry_protocol", "load_reference",
+           "read_reference"]
 
 def _short_list(items: list[str], limit: int = 8) -> str:
     return ", ".join(items[:limit]) + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
@@ -263,9 +263,8 @@ def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, expe
         notes.append(f"unjudged: the {test} test cannot reach α = {alpha} on so few paired units ({floor})")
     if cells_table is not None:
         cols = [("block", "block"), ("row vs column", "item"), ("table p (all published)", "printed_p"),
-                ("table sign", "printed_sign"), ("paper p, re-tested", "paper_p"), ("paper sign, re-tested",
-                                                                                  "paper_sign"),
-                ("ours p", "ours_p"), ("ours sign", "ours_sign")]
+                ("table sign", "printed_sign"), ("paper p, re-tested", "paper_p"),
+                ("paper sign, re-tested", "paper_sign"), ("ours p", "ours_p"), ("ours sign", "ours_sign")]
         what = f"pairwise p-values (cells of {cells_table} re-tested)"
     else:
         cols = [("block", "block"), ("row vs column", "item"), ("paper p", "paper_p"), ("paper sign", "paper_sign"),
