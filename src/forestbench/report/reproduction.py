@@ -204,12 +204,9 @@ def compare_pvalues(scores: pd.DataFrame, ref: pd.DataFrame, ref_cfg: dict, expe
         complete, _ = complete_rows(score_matrix(summary, None, variants))
         by_variant = {v: mid for mid, v in to_variant.items()}
         to_pub = {str(k): str(v) for k, v in (ref_cfg.get("datasets") or {}).items()}
-        pub_rows = published.reindex(index=[to_pub.get(str(d), str(d)) for d in complete.index],
-                                     columns=[by_variant[v] for v in variants])
-        has_cells = ~pub_rows.isna().any(axis=1).to_numpy()
-        unpublished = [str(d) for d, ok in zip(complete.index, has_cells) if not ok]
-        blocks_ds = [str(d) for d, ok in zip(complete.index, has_cells) if ok]
-        pub_c = pub_rows[has_cells].set_axis(blocks_ds, axis=0).set_axis(variants, axis=1)
+        ours_c, pub_c, unpublished = _with_published_cells(complete, published, {by_variant[v]: v for v in variants},
+                                                           to_pub)
+        blocks_ds = [str(d) for d in ours_c.index]
         if len(blocks_ds) >= 2:
             retested = stats.pairwise_test(pub_c, test, pub_higher, None, alpha)
         notes_cells.append(f"the published means of {cells_table} tested again over the {len(blocks_ds)} dataset(s) "
@@ -365,6 +362,20 @@ def _published_matrix(reference_dir: Path, cells: list[str], metric: str, where:
     return matrix.astype(float), directions == {"true"}
 
 
+def _with_published_cells(complete: pd.DataFrame, published: pd.DataFrame, to_variant: dict[str, str],
+                          dataset_map: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Our complete datasets (rows of ``complete``) that have a published cell for every method of ``to_variant``
+    (method_id -> our variant), the published cells of those datasets with our variant names, and the datasets
+    left out for want of a published cell. ``dataset_map``: our dataset -> the table's dataset_id."""
+    pub_rows = published.reindex(index=[dataset_map.get(str(d), str(d)) for d in complete.index],
+                                 columns=list(to_variant))
+    has_cells = ~pub_rows.isna().any(axis=1).to_numpy()
+    unpublished = [str(d) for d, ok in zip(complete.index, has_cells) if not ok]
+    ours_c = complete[has_cells]
+    pub_c = pub_rows[has_cells].set_axis(list(ours_c.index), axis=0).set_axis(list(to_variant.values()), axis=1)
+    return ours_c, pub_c, unpublished
+
+
 def _compare_reranked(scores: pd.DataFrame, ref_cfg: dict, where: str, reference_dir: Path, ranks_ref: pd.DataFrame,
                       to_variant: dict[str, str], alpha: float, tol: float) -> StatComparison:
     """Our average ranks beside the published cells of ``cells`` re-ranked over the same methods and datasets.
@@ -393,12 +404,7 @@ def _compare_reranked(scores: pd.DataFrame, ref_cfg: dict, where: str, reference
     never = [v for v in to_variant.values() if v not in ran]
     ours = score_matrix(summary, None, list(compared.values()))
     complete, dropped = complete_rows(ours)
-    pub_ids = [dataset_map.get(str(d), str(d)) for d in complete.index]
-    pub_rows = published.reindex(index=pub_ids, columns=list(compared))
-    unpublished = [str(d) for d, pid in zip(complete.index, pub_ids) if pub_rows.loc[pid].isna().any()]
-    keep = [str(d) not in unpublished for d in complete.index]
-    ours_c = complete[keep]
-    pub_c = pub_rows[keep].set_axis(list(ours_c.index), axis=0).set_axis(list(compared.values()), axis=1)
+    ours_c, pub_c, unpublished = _with_published_cells(complete, published, compared, dataset_map)
     n, k = ours_c.shape
     ok = n >= 2 and k >= 2
     ours_res = stats.friedman_test(ours_c, metric_direction(scores, metric, pub_higher)) if ok else None
