@@ -219,6 +219,33 @@ def test_add_reconfigure_of_a_named_experiment_needs_no_new_result(setup):
     assert sorted(p.name for p in (root / "runs/linnerud/st").iterdir()) == ["repeat-0.json.gz", "repeat-1.json.gz"]
 
 
+def test_a_shape_hint_added_to_the_registry_leaves_the_archived_runs_valid(setup):
+    """A cost-model hint of the registry's shape (``labels_per_row``) decides no result: records whose spec was
+    written before or after it was added stay the configuration's when the configuration is switched; a checked
+    shape key (n) that differs still makes a record stale."""
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    root = tmp / "archive/tiny"
+
+    def edit_shape(path, **change):
+        doc = json.loads(archive.read_archived(path))
+        doc["spec"]["expected_shape"].update(change)
+        path.write_bytes(gzip.compress(json.dumps(doc).encode(), mtime=0))
+
+    st = sorted((root / "runs/linnerud/st").iterdir())
+    edit_shape(st[0], labels_per_row=1.5)
+    edit_shape(st[1], n=999)
+    assert archive._spec_difference({"expected_shape": {"n": 20, "labels_per_row": 1.5}},
+                                    {"expected_shape": {"n": 20}}) == []
+    other = archive._plan(write_config(tmp / "other.yaml", tiny_config(n_estimators=8)))
+    out = archive.add(tmp / "empty", tmp / "archive", other, ["tiny"], reconfigure_changed=True)
+    removed = sorted(Path(p).relative_to(root).as_posix() for p in out.removed)
+    # the stale st record takes its (dataset, variant)'s tuning files along, as any stale record does
+    assert [r for r in removed if r.startswith("runs/")] == [
+        "runs/linnerud/rf/repeat-0.json.gz", "runs/linnerud/rf/repeat-1.json.gz", "runs/linnerud/st/repeat-1.json.gz"]
+    assert st[0].exists() and not st[1].exists()
+
+
 def fake_data(root: Path, age_s: float = 60) -> list[Path]:
     paths = [root / "data/prepared/linnerud.npz", root / "data/splits/linnerud/demo.npz",
              root / "data/splits/linnerud/demo.json"]

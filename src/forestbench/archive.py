@@ -131,8 +131,19 @@ def _normal(obj):
     return json.loads(json.dumps(obj, sort_keys=True))
 
 
+def _result_defining(spec: dict) -> dict:
+    """``spec`` as far as it decides a run's results: of the expected shape, the keys the data is checked against
+    (a cost-model hint added to the registry later, e.g. ``labels_per_row``, leaves a record valid)."""
+    from forestbench.datasets.registry import checked_shape
+
+    spec = _normal(spec)
+    if "expected_shape" in spec:
+        spec["expected_shape"] = checked_shape(spec["expected_shape"])
+    return spec
+
+
 def _spec_difference(recorded: dict, current: dict) -> list[str]:
-    recorded, current = _normal(recorded), _normal(current)
+    recorded, current = _result_defining(recorded), _result_defining(current)
     return sorted(k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k))
 
 

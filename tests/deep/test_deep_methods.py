@@ -63,7 +63,7 @@ def test_the_thesis_dte_experiments_plan_every_method_but_dstars(repo_root):
     assert not mlc.pending
     names = [v.name for v in mlc.variants]
     assert {"rf_et", "X_TE", "TE", "X_OS", "X_OS_TE", "X_TE-pca0.05", "TE-pca0.05", "X_OS_TE-pca0.05", "ml_knn",
-            "rakel", "mlp", "ecc", "mldf-hamming_loss", "mldf-ranking_loss", "mldf-one_error"} == set(names)
+            "ml_knn-labels", "rakel", "mlp", "ecc", "mldf-hamming_loss", "mldf-ranking_loss", "mldf-one_error"} == set(names)
     # the fixed-fraction variants are the selected-fraction cascades with one fraction: nothing else differs
     for exp in (mtr, mlc):
         for name in ("X_TE", "TE", "X_OS_TE"):
@@ -71,6 +71,8 @@ def test_the_thesis_dte_experiments_plan_every_method_but_dstars(repo_root):
             assert fixed["pca_fractions"] == [0.05] and len(searched["pca_fractions"]) == 8
             assert {k: v for k, v in searched.items() if k not in ("pca_fractions", "pca_validation")} == \
                 {k: v for k, v in fixed.items() if k != "pca_fractions"}
+    # ML-kNN scored on its 0/1 outputs is the same model: only what predict returns differs
+    assert mlc.variant("ml_knn-labels").params == {**mlc.variant("ml_knn").params, "outputs": "labels"}
 
 
 def test_run_info_gives_scalar_layer_scores_for_the_scores_table():

@@ -92,6 +92,28 @@ def test_mlknn_tunes_k_and_smoothing(multilabel):
     assert micro_auc(Y[70:], P) > 0.6
 
 
+def test_mlknn_label_outputs_are_the_thresholded_posteriors_of_the_same_model(multilabel):
+    pytest.importorskip("skmultilearn")
+    from forestbench.metrics import hamming_loss, label_ranking_loss
+
+    X, Y = multilabel
+    kw = dict(k_values=(3, 5), s_values=(0.5, 1.0), cv=3, random_state=0)
+    post = TunedMLkNN(**kw).fit(X[:70], Y[:70])
+    lab = TunedMLkNN(outputs="labels", **kw).fit(X[:70], Y[:70])
+    assert lab.best_params_ == post.best_params_
+    P, H = post.predict(X[70:]), lab.predict(X[70:])
+    assert set(np.unique(H)) <= {0.0, 1.0} and 0 < H.sum() < H.size
+    np.testing.assert_array_equal(H, (P >= 0.5).astype(float))
+    assert hamming_loss(Y[70:], H) == hamming_loss(Y[70:], P)
+    # a (relevant, irrelevant) pair whose 0/1 outputs tie counts as a ranking error
+    pairs = [np.mean(h[y == 1][:, None] <= h[y == 0][None, :]) if 0 < y.sum() < len(y) else 0.0
+             for y, h in zip(Y[70:], H)]
+    assert label_ranking_loss(Y[70:], H) == pytest.approx(np.mean(pairs))
+    assert label_ranking_loss(Y[70:], H) > label_ranking_loss(Y[70:], P)
+    with pytest.raises(ValueError, match="outputs"):
+        TunedMLkNN(outputs="votes").fit(X[:70], Y[:70])
+
+
 def test_rakel_o_uses_2m_overlapping_subsets_and_vote_fractions(multilabel):
     pytest.importorskip("skmultilearn")
     X, Y = multilabel

@@ -51,6 +51,14 @@ _LOCATION_KEYS = ("url", "mirrors", "alternative")
 _CHECKED_SHAPE_KEYS = ("n", "p", "d")
 
 
+def checked_shape(shape):
+    """The part of a registry shape that the prepared data is checked against (``n``, ``p``, ``d``); hints such as
+    ``labels_per_row`` only size requests. Anything but a mapping is returned as it is."""
+    if not isinstance(shape, dict):
+        return shape
+    return {k: v for k, v in shape.items() if k in _CHECKED_SHAPE_KEYS}
+
+
 def prepare_entry(entry: dict) -> dict:
     """The part of a registry entry that determines its prepared file: the task, the expected shape and the source
     (without download locations and prose). Editing anything else (notes, citation, protocols, a mirror URL, the
@@ -58,10 +66,7 @@ def prepare_entry(entry: dict) -> dict:
     source = dict(entry.get("source") or {})
     if source.get("files"):
         source["files"] = [{k: v for k, v in f.items() if k not in _LOCATION_KEYS} for f in source["files"]]
-    shape = entry.get("shape")
-    if isinstance(shape, dict):
-        shape = {k: v for k, v in shape.items() if k in _CHECKED_SHAPE_KEYS}
-    return {"task": entry.get("task"), "shape": shape, "source": source}
+    return {"task": entry.get("task"), "shape": checked_shape(entry.get("shape")), "source": source}
 
 
 def write_entry_file(name: str, entry: dict, directory: str | Path = "data/registry") -> Path:
