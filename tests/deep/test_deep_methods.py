@@ -63,7 +63,8 @@ def test_the_thesis_dte_experiments_plan_every_method_but_dstars(repo_root):
     assert not mlc.pending
     names = [v.name for v in mlc.variants]
     assert {"rf_et", "X_TE", "TE", "X_OS", "X_OS_TE", "X_TE-pca0.05", "TE-pca0.05", "X_OS_TE-pca0.05", "ml_knn",
-            "ml_knn-labels", "rakel", "mlp", "ecc", "mldf-hamming_loss", "mldf-ranking_loss", "mldf-one_error"} == set(names)
+            "ml_knn-labels", "rakel", "mlp", "ecc", "mldf-hamming_loss", "mldf-ranking_loss",
+            "mldf-one_error"} == set(names)
     # the fixed-fraction variants are the selected-fraction cascades with one fraction: nothing else differs
     for exp in (mtr, mlc):
         for name in ("X_TE", "TE", "X_OS_TE"):
