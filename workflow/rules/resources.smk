@@ -29,7 +29,8 @@ def _costs(wildcards):
         exp = PLAN.experiments[wildcards.experiment]
         variant = exp.variant(wildcards.variant)
         shape = training_shape(_shape(wildcards.dataset), PLAN.protocol_spec(wildcards.dataset, exp.protocol))
-        _COSTS[key] = variant_cost(exp, variant, shape, _sparse(wildcards.dataset))
+        task = _registry_entry(PLAN.registry, wildcards.dataset).get("task")
+        _COSTS[key] = variant_cost(exp, variant, shape, _sparse(wildcards.dataset), task)
     return _COSTS[key]
 
 

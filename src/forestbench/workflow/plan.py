@@ -295,7 +295,8 @@ def staged_scoring_seconds(variant, params: dict, fit_seconds: float, capped_sec
     return folds * scored * res.staged_score_seconds(max(1, n - n_fit), d, variant.tune["metric"])
 
 
-def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Cost, res.Cost | None]:
+def variant_cost(exp, variant, shape: dict | None, sparse: bool,
+                 task: str | None = None) -> tuple[res.Cost, res.Cost | None]:
     """``(cost of the final fit job, cost of one candidate-chunk job or None)`` of a variant on a dataset shape,
     from its method's cost hook. An in-job selection (``tune.mode: inner``) adds every candidate's validation
     fits to the final fit; a DAG selection charges them to its chunk jobs. A ``tune.budget`` caps the candidates'
@@ -305,12 +306,12 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool) -> tuple[res.Co
     method = get_method(variant.method)
     n, p, d = res.shape_of(shape)
     labels = res.label_density(shape)
-    final = method.cost_of(n, p, d, variant.params, sparse=sparse, label_density=labels)
+    final = method.cost_of(n, p, d, variant.params, sparse=sparse, label_density=labels, task=task)
     if not variant.tune:
         return final, None
     folds, n_fit = _selection_rows(variant, n)
     candidates = [{**variant.params, **c} for c in exp.candidates(variant)]
-    costs = [method.cost_of(n_fit, p, d, c, sparse=sparse, label_density=labels) for c in candidates]
+    costs = [method.cost_of(n_fit, p, d, c, sparse=sparse, label_density=labels, task=task) for c in candidates]
     capped = costs
     budget = variant.tune.get("budget")
     if budget:
@@ -439,7 +440,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                 other = [r.busy_s for r in matched if (r.experiment, r.variant) != (name, variant.name)]
                 ignored = sum(1 for r in by_dataset.get(dataset, ())
                               if (r.experiment, r.variant) == (name, variant.name)) - len(own)
-                final, chunk_cost = variant_cost(exp, variant, fit_shape, sparse)
+                final, chunk_cost = variant_cost(exp, variant, fit_shape, sparse, entry.get("task"))
                 # the time request's floor: what the fit took on the machine it ran on (wall); the estimate of
                 # core-hours: what it would take alone (busy)
                 own_walls = [r.wall_s for r in matched if (r.experiment, r.variant) == (name, variant.name)]

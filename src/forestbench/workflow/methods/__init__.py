@@ -138,10 +138,13 @@ class MethodSpec:
         return hasattr(self.estimator_class(), capability)
 
     def cost_of(self, n: int, p: int, d: int, params: dict, *, sparse: bool = False, density: float | None = None,
-                label_density: float | None = None):
+                label_density: float | None = None, task: str | None = None):
+        """The method's :class:`~forestbench.workflow.resources.Cost` on an ``n x p`` input with ``d`` outputs.
+        ``label_density`` and ``task`` (the registry entry's) reach the hooks that take them."""
         from forestbench.workflow import resources
         hook = self.cost or resources.default_cost
-        extra = {"label_density": label_density} if label_density is not None and _takes(hook, "label_density") else {}
+        given = {"label_density": label_density, "task": task}
+        extra = {k: v for k, v in given.items() if v is not None and _takes(hook, k)}
         return hook(n, p, d, params or {}, sparse=sparse, density=density, **extra)
 
 
