@@ -16,9 +16,9 @@ What an entry declares:
 - ``cost``: ``cost(n, p, d, params, *, sparse=False, density=None) -> forestbench.workflow.resources.Cost``, the
   modelled single-thread seconds of fit + predict and the fitted model's memory. A hook that also takes
   ``label_density`` receives the share of non-zero labels of a multi-label set whose registry shape gives
-  ``labels_per_row`` (``forestbench.workflow.resources.forest_cost`` charges sparse leaves by it). It sizes cluster
-  requests and
-  ``forestbench plan``. Every method of this package declares one; a plugin method without one is charged
+  ``labels_per_row`` (``forestbench.workflow.resources.forest_cost`` charges sparse leaves by it); one that takes
+  ``task`` receives the registry entry's task (``dte_mlp`` charges multi-label sets more). It sizes cluster
+  requests and ``forestbench plan``. Every method of this package declares one; a plugin method without one is charged
   ``forestbench.workflow.resources.default_cost`` (a forest of its ``n_estimators``, else ten fully grown trees), and
   ``forestbench plan`` says so.
 - ``classifier``: a scikit-learn single-label classifier whose ``predict`` is replaced by one score column per
