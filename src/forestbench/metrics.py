@@ -136,8 +136,17 @@ def label_ranking_loss(Y_true, Y_score) -> float:
     return float(_skm().label_ranking_loss(_2d(Y_true), _2d(Y_score)))
 
 
+#: a label is predicted where its score reaches this (Hamming loss; ML-kNN's 0/1 outputs)
+LABEL_THRESHOLD = 0.5
+
+
+def predicted_labels(Y_score) -> np.ndarray:
+    """The 0/1 label matrix that label scores predict (as floats)."""
+    return (_2d(Y_score) >= LABEL_THRESHOLD).astype(np.float64)
+
+
 def hamming_loss(Y_true, Y_score) -> float:
-    return float(np.mean(_2d(Y_true) != (_2d(Y_score) >= 0.5)))
+    return float(np.mean(_2d(Y_true) != predicted_labels(Y_score)))
 
 
 def macro_r2(Y_true, Y_pred) -> float:

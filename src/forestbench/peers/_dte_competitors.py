@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from forestbench.deep._cascade import _PRED_ET, _PRED_RF, _forest, as_seed_sequence, layer_seed
 from forestbench.deep._inputs import validate_dense
+from forestbench.metrics import predicted_labels
 from forestbench._target_scale import power_of_two_scale
 from forestbench.projections import ParameterError
 
@@ -458,8 +459,8 @@ class TunedMLkNN(_ScoresMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         X = validate_dense(self, X, reset=False, dtype=np.float64)
         P = _dense(self.model_.predict_proba(X))
-        # the same threshold as the Hamming loss of the posteriors (forestbench.metrics.hamming_loss)
-        return (P >= 0.5).astype(np.float64) if self.outputs == "labels" else P
+        # the labels the Hamming loss of the posteriors reads
+        return predicted_labels(P) if self.outputs == "labels" else P
 
     def run_info_(self):
         check_is_fitted(self, "model_")
