@@ -39,7 +39,7 @@ def _plan(**extra):
 
 
 def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict, *, plan=None, n_train=None,
-                  like=None, cpu=None, **params):
+                  like=None, cpu=None, peak_mb=None, **params):
     """A run record as the fit job writes it (its spec, parameters and training rows); ``like`` =
     (experiment, variant) whose spec it copies when ``experiment``/``variant`` are not in the plan; ``params``
     change the recorded parameters."""
@@ -59,7 +59,8 @@ def _write_record(root: Path, experiment, dataset, variant, repeat, fit, predict
     path.write_text(json.dumps({"spec": spec, "experiment": experiment, "dataset": dataset, "variant": variant,
                                 "method": spec["method"], "params": spec["params"], "n_train": n_train,
                                 "fit_wall_s": fit, "predict_wall_s": predict,
-                                **({"fit_cpu_s": cpu[0], "predict_cpu_s": cpu[1]} if cpu else {})}))
+                                **({"fit_cpu_s": cpu[0], "predict_cpu_s": cpu[1]} if cpu else {}),
+                                **({"peak_rss_mb": peak_mb} if peak_mb is not None else {})}))
 
 
 def test_job_counts_follow_the_expansion(tmp_path):
@@ -415,7 +416,7 @@ def test_records_calibrate_only_when_their_parameters_and_rows_match(tmp_path):
 def test_the_fit_time_request_covers_the_estimate_times_the_margin(tmp_path):
     # recorded fits far slower than the model: the request of attempt 1 still covers RUNTIME_MARGIN x the plan's
     # estimate, and the rule's floor (read from the variant's own records) is the plan's estimate
-    from forestbench.workflow.plan import recorded_fit_seconds
+    from forestbench.workflow.plan import recorded_fit
 
     plan = _plan()
     for r in range(3):
@@ -427,8 +428,35 @@ def test_the_fit_time_request_covers_the_estimate_times_the_margin(tmp_path):
     assert slow.source == "recorded" and slow.runtime_min >= R.RUNTIME_MARGIN * (R.STARTUP_S + 1020.0) / 60
     exp = plan.experiments["a"]
     rows = json.loads((tmp_path / "runs/a/sf2/rf50/repeat-0.json").read_text())["n_train"]
-    assert recorded_fit_seconds(tmp_path, exp, "sf2", exp.variant("rf50"), rows) == pytest.approx(slow.wall_s)
-    assert recorded_fit_seconds(tmp_path, exp, "sf2", exp.variant("rf5"), rows) is None
+    assert recorded_fit(tmp_path, exp, "sf2", exp.variant("rf50"), rows).wall_s == pytest.approx(slow.wall_s)
+    assert recorded_fit(tmp_path, exp, "sf2", exp.variant("rf5"), rows) == (None, None)
+
+
+def test_the_memory_request_covers_the_largest_recorded_peak(tmp_path):
+    # the model under-charges a fit whose own runs peaked at 9 GB: the request of attempt 1 covers MEM_MARGIN x the
+    # largest peak (not the mean), in the plan and in the rule's floor alike; another variant's records, a record of
+    # other parameters and a record without the field leave the model's request
+    from forestbench.workflow.plan import recorded_fit
+
+    plan = _plan()
+    row = lambda report: next(v for v in report.variants  # noqa: E731
+                              if (v.experiment, v.dataset, v.variant) == ("a", "sf2", "rf50"))
+    model = row(make_plan(plan, results=tmp_path)).mem_mb
+    assert model < 9000
+    _write_record(tmp_path, "a", "sf2", "rf50", 0, 1.0, 0.0)  # no peak recorded
+    _write_record(tmp_path, "a", "sf2", "rf50", 1, 1.0, 0.0, peak_mb=20000.0, n_estimators=7)  # other parameters
+    _write_record(tmp_path, "a", "sf2", "rf5", 0, 1.0, 0.0, peak_mb=20000.0)  # another variant
+    assert row(make_plan(plan, results=tmp_path)).mem_mb == model
+    _write_record(tmp_path, "a", "sf2", "rf50", 2, 1.0, 0.0, peak_mb=9000.0)
+    _write_record(tmp_path, "a", "sf2", "rf50", 3, 1.0, 0.0, peak_mb=3000.0)
+    covered = row(make_plan(plan, results=tmp_path)).mem_mb
+    assert covered == math.ceil(R.MEM_MARGIN * 9000 / R.MEM_UNIT_MB) * R.MEM_UNIT_MB
+    exp = plan.experiments["a"]
+    rows = json.loads((tmp_path / "runs/a/sf2/rf50/repeat-0.json").read_text())["n_train"]
+    recorded = recorded_fit(tmp_path, exp, "sf2", exp.variant("rf50"), rows)
+    assert recorded.peak_mb == 9000.0
+    assert R.fit_requests(plan.registry["sf2"]["shape"], exp.variant("rf50").params, 2,
+                          recorded_mb=recorded.peak_mb)["mem_mb"] == 2 * covered
 
 
 def test_requests_beyond_the_partition_limits_are_capped_and_flagged(tmp_path, capsys):

@@ -281,6 +281,10 @@ def test_the_time_request_covers_recorded_times_and_partition_limits_cap_request
     assert slow["runtime"] == math.ceil(R.RUNTIME_MARGIN * 60)
     assert R.fit_requests({"n": 100, "p": 5, "d": 1}, {"n_estimators": 10}, 2, recorded_s=3600.0)["runtime"] == \
         2 * slow["runtime"]
+    # memory: a recorded peak above the model raises the request to MEM_MARGIN x the peak; one below leaves it
+    assert request["mem_mb"] == 1000
+    assert R.fit_requests({"n": 100, "p": 5, "d": 1}, {"n_estimators": 10}, recorded_mb=4000.0)["mem_mb"] == 6000
+    assert R.fit_requests({"n": 100, "p": 5, "d": 1}, {"n_estimators": 10}, recorded_mb=10.0)["mem_mb"] == 1000
     limits = R.Limits(mem_mb=4000, runtime_min=60)
     assert limits.cap({"mem_mb": 9000, "runtime": 180}) == {"mem_mb": 4000, "runtime": 60}
     assert limits.exceeded({"mem_mb": 9000, "runtime": 30}) == ["mem_mb 9000 > 4000"]

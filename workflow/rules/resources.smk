@@ -39,13 +39,14 @@ def _costs(wildcards):
 # naming the job, rather than submitted for SLURM to refuse or to keep pending forever.
 _LIMITS = fbres.limits_from_env()
 _WARNED = set()
-_RECORDED = {}  # (experiment, dataset, variant) -> recorded seconds, read once per Snakemake process
+_RECORDED = {}  # (experiment, dataset, variant) -> RecordedFit, read once per Snakemake process
 
 
-def _recorded_seconds(wildcards):
+def _recorded(wildcards):
     # the fit's own earlier run records with the same parameters and rows (forestbench.workflow.plan): the time request
-    # covers RUNTIME_MARGIN x their mean as well as the model's estimate, as `forestbench plan` charges it
-    from forestbench.workflow.plan import recorded_fit_seconds, training_shape
+    # covers RUNTIME_MARGIN x their mean wall time, and the memory request MEM_MARGIN x their largest peak, as well
+    # as the model's estimates, as `forestbench plan` charges them
+    from forestbench.workflow.plan import recorded_fit, training_shape
 
     key = (wildcards.experiment, wildcards.dataset, wildcards.variant)
     if key in _RECORDED:
@@ -54,12 +55,13 @@ def _recorded_seconds(wildcards):
     shape = _shape(wildcards.dataset)
     fit_shape = training_shape(shape, PLAN.protocol_spec(wildcards.dataset, exp.protocol))
     rows = fit_shape.get("n") if fit_shape is not shape and fit_shape else None
-    _RECORDED[key] = recorded_fit_seconds("results", exp, wildcards.dataset, exp.variant(wildcards.variant), rows)
+    _RECORDED[key] = recorded_fit("results", exp, wildcards.dataset, exp.variant(wildcards.variant), rows)
     return _RECORDED[key]
 
 
 def _fit_requests(wildcards, attempt, which=0):
     exp = PLAN.experiments[wildcards.experiment]
+    recorded = _recorded(wildcards) if which == 0 else None
     request = fbres.fit_requests(
         _shape(wildcards.dataset),
         exp.variant(wildcards.variant).params,
@@ -67,7 +69,8 @@ def _fit_requests(wildcards, attempt, which=0):
         cost=_costs(wildcards)[which],
         threads=exp.threads,
         sparse=_sparse(wildcards.dataset),
-        recorded_s=_recorded_seconds(wildcards) if which == 0 else None,
+        recorded_s=recorded.wall_s if recorded else None,
+        recorded_mb=recorded.peak_mb if recorded else None,
     )
     kind = "fit" if which == 0 else "tune"
     return _capped(f"{kind} {wildcards.experiment}/{wildcards.dataset}/{wildcards.variant}", attempt, request)

@@ -22,7 +22,9 @@ Core-hours of a job are ``threads x wall``; the wall time of a (experiment, data
 A record counts only when its method, parameters, threads and tuning specification (``cost_signature``) and its
 training rows (``rows_match``) are the planned fit's: a demo's 10-tree records do not stand for a 150-tree forest.
 The time request of a fit covers ``resources.RUNTIME_MARGIN`` x the larger of the model's estimate and the mean of
-its own matching records (``recorded_fit_seconds``, which the workflow's resources call too).
+its own matching records, and its memory request ``resources.MEM_MARGIN`` x the larger of the modelled peak and the
+largest peak resident memory of those records (``recorded_fit``, which the workflow's resources call too): a
+model that under-charges a dataset is corrected by the first folds that ran, here or on another machine.
 
 A tuned variant's candidate-chunk jobs (``tune.mode: dag``) are charged by the method's cost hook, scaled by what
 the candidates already scored under ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` took
@@ -48,6 +50,7 @@ import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from forestbench.workflow import resources as res
 from forestbench.errors import ConfigError, DataError
@@ -185,6 +188,16 @@ class TimedRecord:
     # other work shared the cores has a wall time longer than that (by the load), not more CPU: core-hours are
     # charged from this; the wall time stays the floor of the time request. The wall time when a record lacks CPU.
     busy_s: float = float("nan")
+    # the fit process's peak resident memory (``peak_rss_mb``, MB); None when the record lacks it
+    peak_mb: float | None = None
+
+
+class RecordedFit(NamedTuple):
+    """What a variant's own matching run records say of its next fit job: the mean wall time (start-up included)
+    and the largest peak resident memory (MB); None where no record (or no record with the field) matches."""
+
+    wall_s: float | None
+    peak_mb: float | None
 
 
 def cost_signature(method, params, threads, tune) -> str | None:
@@ -216,7 +229,14 @@ def _timed_record(path: Path) -> TimedRecord:
     n_train = record.get("n_train")
     return TimedRecord(str(path), *key, wall, signature,
                        int(n_train) if isinstance(n_train, int) and not isinstance(n_train, bool) else None,
-                       spec.get("protocol"), _busy_seconds(record, spec, wall))
+                       spec.get("protocol"), _busy_seconds(record, spec, wall), _peak_mb(record))
+
+
+def _peak_mb(record: dict) -> float | None:
+    peak = record.get("peak_rss_mb")
+    if isinstance(peak, bool) or not isinstance(peak, (int, float)) or not math.isfinite(peak) or peak <= 0:
+        return None
+    return float(peak)
 
 
 def _busy_seconds(record: dict, spec: dict, wall: float) -> float:
@@ -261,13 +281,18 @@ def matching(records, signature: str | None, rows: int | None, protocol: str) ->
     return [r for r in records if r.signature == signature and rows_match(r, rows, protocol)]
 
 
-def recorded_fit_seconds(results: str | Path, exp, dataset: str, variant, rows: int | None) -> float | None:
-    """Mean wall time of a fit job (start-up included) from the variant's own matching run records, or None: the
-    floor of its time request (``resources.fit_requests(recorded_s=...)``), which the rule and the plan share."""
+def recorded_fit(results: str | Path, exp, dataset: str, variant, rows: int | None) -> RecordedFit:
+    """The variant's own matching run records as floors of its fit job's requests
+    (``resources.fit_requests(recorded_s=..., recorded_mb=...)``), which the rule and the plan share."""
     records = read_own_timings(results, exp.name, dataset, variant.name)
-    walls = [r.wall_s for r in matching(records, cost_signature(variant.method, variant.params, exp.threads,
-                                                                 variant.tune), rows, exp.protocol)]
-    return res.STARTUP_S + sum(walls) / len(walls) if walls else None
+    return _recorded(matching(records, cost_signature(variant.method, variant.params, exp.threads, variant.tune),
+                              rows, exp.protocol))
+
+
+def _recorded(records: list[TimedRecord]) -> RecordedFit:
+    walls = [r.wall_s for r in records]
+    peaks = [r.peak_mb for r in records if r.peak_mb is not None]
+    return RecordedFit(res.STARTUP_S + sum(walls) / len(walls) if walls else None, max(peaks) if peaks else None)
 
 
 def _selection_rows(variant, n: int) -> tuple[int, int]:
@@ -443,8 +468,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                 final, chunk_cost = variant_cost(exp, variant, fit_shape, sparse, entry.get("task"))
                 # the time request's floor: what the fit took on the machine it ran on (wall); the estimate of
                 # core-hours: what it would take alone (busy)
-                own_walls = [r.wall_s for r in matched if (r.experiment, r.variant) == (name, variant.name)]
-                recorded_s = res.STARTUP_S + sum(own_walls) / len(own_walls) if own_walls else None
+                recorded = _recorded([r for r in matched if (r.experiment, r.variant) == (name, variant.name)])
                 if own:
                     wall, source, n_rec = res.STARTUP_S + sum(own) / len(own), "recorded", len(own)
                 elif other:
@@ -454,7 +478,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                     source, n_rec = "model", 0
                 no_hook = get_method(variant.method).cost is None
                 req = res.fit_requests(shape, variant.params, 1, cost=final, threads=exp.threads, sparse=sparse,
-                                       recorded_s=recorded_s)
+                                       recorded_s=recorded.wall_s, recorded_mb=recorded.peak_mb)
                 capped = limits.cap(req)
                 variants.append(VariantEstimate(name, dataset, variant.name, fits, exp.threads, wall, source,
                                                 n_rec, capped["mem_mb"], capped["runtime"], "fit",

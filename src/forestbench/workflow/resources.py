@@ -6,7 +6,8 @@ asks for what its dataset needs, and a job killed for memory or time (SLURM stat
 resubmitted by ``--retries`` with ``attempt`` times the first request.
 
 The models below are deliberately simple, stated, upper-bound-ish estimates; ``forestbench plan`` uses the same
-runtime model when no run records exist yet, and recorded times otherwise.
+runtime model when no run records exist yet, and recorded times otherwise; a fit's requests also cover what its
+own earlier runs recorded (mean wall time, largest peak resident memory).
 
 Memory model (MB, before the safety factor)::
 
@@ -463,12 +464,13 @@ def cost_job_seconds(cost: Cost, *, threads: int = 1, repeats: int = 1) -> float
 
 def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, cost=None, threads: int = 1,
                  repeats: int = 1, sparse: bool = False, density: float | None = None,
-                 recorded_s: float | None = None) -> dict:
+                 recorded_s: float | None = None, recorded_mb: float | None = None) -> dict:
     """``{"mem_mb", "runtime"}`` of one fit job from the dataset's registry shape and the variant's parameters.
 
     ``cost`` is the method's cost hook (``forestbench.workflow.methods.MethodSpec.cost``; default ``forest_cost``), or
     an already computed ``Cost``. ``recorded_s``: the job's wall time measured by earlier runs (start-up included),
-    which the request covers too when it exceeds the model. Memory: (base + data + model) x ``MEM_MARGIN``, at least
+    which the request covers too when it exceeds the model; ``recorded_mb``: the largest peak resident memory of those
+    runs, likewise. Memory: ``MEM_MARGIN`` x the larger of (base + data + model) and ``recorded_mb``, at least
     1000 MB; time: ``RUNTIME_MARGIN`` x the larger of the modelled and the recorded job, at least 5 minutes; both
     times ``attempt``. Partition limits (``Limits.cap``) are applied by the caller.
     """
@@ -477,6 +479,8 @@ def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, c
     if not isinstance(cost, Cost):
         cost = (cost or forest_cost)(n, p, d, params or {}, sparse=sparse, density=density)
     need = BASE_MB + data_mb(n, p, d, sparse, density) + cost.model_mb
+    if recorded_mb is not None:
+        need = max(need, float(recorded_mb))
     seconds = cost_job_seconds(cost, threads=threads, repeats=repeats)
     if recorded_s is not None:
         seconds = max(seconds, float(recorded_s))
