@@ -84,22 +84,28 @@ def _cascade(n, p, d, params, label_density=None):
     extra = (int(f * n) if has_te else 0) + (d if has_os else 0)
     width = (p if has_x else 0) + extra
     per_layer = _forests(n, width, outputs, trees, 2, mf)
-    mb = 2 * forest_mb(n, d, trees, labels_per_row=per_row)
+    # memory: every layer's embedders and output-space fold models stay (later layers' features need them); of the
+    # prediction forests only the best layer's so far and the current one's, unless every layer is kept
+    prediction_mb = 2 * forest_mb(n, d, trees, labels_per_row=per_row)
+    layer_mb = transient_mb = 0.0
     shared = 0.0   # layer 1 reads X whatever the PCA size: embedding forests, Gram, eigen-solve, OS CV
     if has_te:
         emb = _forests(n // 2, p, outputs, trees, 2, mf)
         pca = 2 * (_GRAM_S * n * n * trees + _eigen_seconds(n, f))
         per_layer += _forests(n // 2, width, outputs, trees, 2, mf) + pca
         shared += emb + pca
-        embedding_mb = (3 * 8.0 * n * n + 12.0 * n * trees * math.log2(max(n, 2))) / 2**20
-        mb += 2 * forest_mb(n // 2, d, trees, labels_per_row=per_row) + 2 * embedding_mb
+        # each embedder keeps its forest and the training rows' node indicator (a row's path: log2 n nodes per
+        # tree, 12 bytes a stored node); its Gram matrices (three n x n copies) are freed after the eigen-solve
+        layer_mb += 2 * (forest_mb(n // 2, d, trees, labels_per_row=per_row)
+                         + 12.0 * n * trees * math.log2(max(n, 2)) / 2**20)
+        transient_mb += 2 * 3 * 8.0 * n * n / 2**20
     if has_os:
         rows = n * (folds - 1) // folds
         per_layer += _forests(rows, width, outputs, os_trees, 2 * folds, mf)
         shared += _forests(rows, p, outputs, os_trees, 2 * folds, mf)
-        mb += 2 * folds * forest_mb(rows, d, os_trees, labels_per_row=per_row)
-    kept = layers if params.get("keep_all_layers") else max(1, layers // 2)
-    return layers * per_layer, kept * mb, shared
+        layer_mb += 2 * folds * forest_mb(rows, d, os_trees, labels_per_row=per_row)
+    kept = layers if params.get("keep_all_layers") else min(2, layers)
+    return layers * per_layer, layers * layer_mb + kept * prediction_mb + transient_mb, shared
 
 
 def dte_cost(n, p, d, params, *, sparse=False, density=None, label_density=None):
