@@ -283,3 +283,59 @@ def test_our_estimators_parameters_are_refused_before_any_job(repo_root, monkeyp
                                  "methods": [{"name": "v", "method": method, "params": params}]}}}
     with pytest.raises(ConfigError, match=rf"my.yaml: experiment e, variant v: .*{key}"):
         Plan(cfg, source="my.yaml")
+
+
+NEEDY = textwrap.dedent('''
+    """Two copies of the toy method: one needs a package that is not installed, one a package that is."""
+    from forestbench.workflow.methods import register
+    from toy_plugin import ToyStaged, toy_cost  # noqa: F401
+
+    register("toy_needs_absent", "toy_plugin:ToyStaged", cost=toy_cost,
+             requires={"forestbench_absent_package_xyz": "absent-package-xyz: pip install absent-package-xyz"})
+    register("toy_needs_numpy", "toy_plugin:ToyStaged", cost=toy_cost, requires={"numpy": "numpy: pip install numpy"})
+''')
+
+
+def test_a_variant_whose_optional_package_is_missing_is_named_before_any_job(toy_plugin, workflow_dir,
+                                                                             snakemake_env, tmp_path, monkeypatch):
+    """A method that needs an optional package (the peers extra) not installed here: the plan, `forestbench plan`
+    and Snakemake's start-up name the variant, the package and the install command, without importing anything;
+    the run is not refused (other variants, and the data steps, do not need it). The registered peer methods
+    declare what they need."""
+    (tmp_path / "needy_plugin.py").write_text(NEEDY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        cfg = _config({"name": "absent", "method": "toy_needs_absent", "params": {}})
+        cfg["plugins"].append("needy_plugin")
+        cfg["experiments"]["e"]["methods"].append({"name": "present", "method": "toy_needs_numpy", "params": {}})
+        monkeypatch.chdir(workflow_dir)
+        plan = Plan(cfg)
+        assert plan.experiments["e"].missing_packages == {
+            "absent": {"forestbench_absent_package_xyz": "absent-package-xyz: pip install absent-package-xyz"}}
+        (note,) = plan.missing_package_notes()
+        assert note.startswith("experiment e, variant absent needs an optional package") and \
+            "pip install absent-package-xyz" in note and "'forestbench_absent_package_xyz' not found" in note
+        assert any("variant absent needs an optional package" in line for line in plan.describe())
+        assert not any("variant present" in line for line in plan.describe())
+
+        (workflow_dir / "needy.yaml").write_text(yaml.safe_dump(cfg))
+        env = dict(snakemake_env, PYTHONPATH=str(tmp_path) + ":" + snakemake_env.get("PYTHONPATH", ""))
+        dry = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", "needy.yaml"],
+                             cwd=workflow_dir, env=env, capture_output=True, text=True, timeout=600)
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        assert "variant absent needs an optional package that is not installed" in dry.stderr
+        assert "pip install absent-package-xyz" in dry.stderr and "variant present needs" not in dry.stderr
+        cli = subprocess.run([sys.executable, "-m", "forestbench", "plan", "--configfile", "needy.yaml",
+                              "--results", str(tmp_path / "none")],
+                             cwd=workflow_dir, env=env, capture_output=True, text=True, timeout=600)
+        assert cli.returncode == 0, cli.stderr[-3000:]
+        assert "experiment e, variant absent needs an optional package" in cli.stdout
+    finally:
+        for name in ("toy_needs_absent", "toy_needs_numpy"):
+            methods.METHODS.pop(name, None)
+        sys.modules.pop("needy_plugin", None)
+    for name, module in (("dte_mlknn", "skmultilearn"), ("dte_rakel", "skmultilearn"),
+                         ("xgboost_multi_output_tree", "xgboost"), ("xgboost_one_output_per_tree", "xgboost"),
+                         ("catboost_multi", "catboost"), ("lightgbm_per_output", "lightgbm")):
+        requires = methods.get_method(name).requires
+        assert module in requires and "forestbench[peers]" in requires[module], name

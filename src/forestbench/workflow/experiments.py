@@ -87,6 +87,13 @@ def expand_variants(experiment: str, methods: list[dict], metrics: list[str] | N
     return variants
 
 
+def missing_package_note(missing: dict[str, str]) -> str:
+    """What a variant missing the optional packages ``{module: install hint}`` is told before any job runs."""
+    needs = "; ".join(f"{hint} (module {module!r} not found)" for module, hint in missing.items())
+    return (f"needs an optional package that is not installed, so its fit jobs would fail: {needs}; or leave it "
+            "out with --config 'select={variants: [...]}'")
+
+
 @dataclass
 class ExperimentPlan:
     name: str
@@ -108,6 +115,13 @@ class ExperimentPlan:
         """Variants whose method is not implemented yet -> why."""
         return {v.name: f"method {v.method!r} is not implemented yet ({PLANNED[v.method]})"
                 for v in self.variants if is_planned(v.method)}
+
+    @property
+    def missing_packages(self) -> dict[str, dict[str, str]]:
+        """Runnable variants whose method needs optional packages not installed here -> ``{module: install
+        hint}`` (``MethodSpec.requires``; looked up, not imported)."""
+        found = {v.name: get_method(v.method).missing() for v in self.runnable_variants}
+        return {name: missing for name, missing in found.items() if missing}
 
     def jobs(self) -> list[Job]:
         return [Job(self.name, d, v.name, r) for d in self.datasets for v in self.runnable_variants
@@ -320,7 +334,14 @@ class Plan:
                              "supply it with 'local_path' in the dataset registry")
             for variant, why in exp.pending.items():
                 lines.append(f"  variant {variant} is skipped: {why}")
+            for variant, missing in exp.missing_packages.items():
+                lines.append(f"  variant {variant} {missing_package_note(missing)}")
         return lines
+
+    def missing_package_notes(self) -> list[str]:
+        """One line per planned variant whose method needs an optional package that is not installed."""
+        return [f"experiment {name}, variant {variant} {missing_package_note(missing)}"
+                for name, exp in self.experiments.items() for variant, missing in exp.missing_packages.items()]
 
     # ------------------------------------------------------------------ what a job needs
     def protocol_spec(self, dataset: str, protocol: str) -> dict:

@@ -731,6 +731,8 @@ def _run(args) -> int:
         print(json.dumps(report.to_dict(args.target_minutes, args.cores), indent=2, sort_keys=True))
     else:
         print(format_report(report, args.target_minutes, args.cores, args.verbose, source))
+        for note in plan.missing_package_notes():
+            print(note)
     sys.stdout.flush()
     return 0
 

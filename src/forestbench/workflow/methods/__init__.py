@@ -27,6 +27,9 @@ What an entry declares:
   dataset a job fits (``regression``, ``multioutput_regression``, ``multilabel``, ``binary``, ``multiclass``), so
   that an estimator never has to guess the task from the values of y (a two-valued regression target is not a
   binary class label). A variant that sets the parameter itself keeps its value.
+- ``requires``: ``{module: install hint}`` of optional packages the estimator imports only when it is fitted (the
+  ``peers`` extra). They are looked up, not imported, when a workflow or a plan is built: a run whose variants lack
+  one is told so by name before its first job (:meth:`MethodSpec.missing`), instead of failing at fit time.
 
 Capabilities are read from the estimator class, as scikit-learn does: ``staged_predict`` (staged scores in the
 run record, staged selection of ``n_estimators``), ``run_info_()`` (extra record fields), ``__sklearn_tags__``.
@@ -57,6 +60,7 @@ class MethodSpec:
     classifier: bool = False
     registered_by: str = field(default="", compare=False)
     task_params: dict | None = field(default=None, compare=False)
+    requires: dict | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ the estimator, imported on demand
     def estimator_class(self):
@@ -132,6 +136,14 @@ class MethodSpec:
             except (InvalidParameterError, ValueError, TypeError) as exc:
                 raise ConfigError(f"method {self.name!r}: {exc}") from None
 
+    def missing(self) -> dict[str, str]:
+        """``{module: install hint}`` of the optional packages in ``requires`` that cannot be imported here (looked
+        up with ``importlib.util.find_spec``, never imported)."""
+        import importlib.util
+
+        return {module: hint for module, hint in (self.requires or {}).items()
+                if importlib.util.find_spec(module) is None}
+
     # ------------------------------------------------------------------ capabilities and costs
     def supports(self, capability: str) -> bool:
         """Whether the estimator class has ``capability`` (e.g. ``"staged_predict"``); imports it."""
@@ -169,7 +181,8 @@ PLANNED: dict[str, str] = {}
 
 
 def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callable[..., Any] | None = None,
-             description: str = "", classifier: bool = False, task_params: dict | None = None) -> MethodSpec:
+             description: str = "", classifier: bool = False, task_params: dict | None = None,
+             requires: dict | None = None) -> MethodSpec:
     """Register ``name``; see the module docstring. Registering a name twice is an error."""
     if not isinstance(estimator, str) or ":" not in estimator:
         raise ValueError(f"method {name!r}: estimator must be 'package.module:Name', got {estimator!r}")
@@ -178,7 +191,8 @@ def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callabl
     # the registering module, from the caller's frame (inspect.stack() would read every frame's source: ~20 ms a call)
     caller = sys._getframe(1).f_globals.get("__name__", "")
     spec = MethodSpec(name, estimator, sparse_y, cost, description, classifier, caller,
-                      {task: dict(values) for task, values in (task_params or {}).items()} or None)
+                      {task: dict(values) for task, values in (task_params or {}).items()} or None,
+                      dict(requires) if requires else None)
     METHODS[name] = spec
     PLANNED.pop(name, None)
     return spec

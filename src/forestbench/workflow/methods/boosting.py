@@ -84,13 +84,20 @@ register("st_random_forest", "forestbench.forest:SingleTargetForestRegressor",
 
 # peers (optional extra "peers": xgboost, lightgbm, catboost), imported only when a job builds them
 _PEERS = "forestbench.peers"
+
+
+def _extra(module):
+    return {module: f"{module}: pip install 'forestbench[peers]'"}
+
+
 register("xgboost_multi_output_tree", f"{_PEERS}:XGBoostMultiOutputTree", cost=boosting_cost,
+         requires=_extra("xgboost"),
          description="XGBoost (CPU hist) with multi_strategy='multi_output_tree': one vector-leaf tree per round")
 register("xgboost_one_output_per_tree", f"{_PEERS}:XGBoostOneOutputPerTree", cost=st_boosting_cost,
-         description="XGBoost (CPU hist) with multi_strategy='one_output_per_tree'")
-register("catboost_multi", f"{_PEERS}:CatBoostMulti", cost=boosting_cost,
+         requires=_extra("xgboost"), description="XGBoost (CPU hist) with multi_strategy='one_output_per_tree'")
+register("catboost_multi", f"{_PEERS}:CatBoostMulti", cost=boosting_cost, requires=_extra("catboost"),
          description="CatBoost with MultiRMSE (regression) or MultiLogloss (multi-label)")
-register("lightgbm_per_output", f"{_PEERS}:LightGBMPerOutput", cost=st_boosting_cost,
+register("lightgbm_per_output", f"{_PEERS}:LightGBMPerOutput", cost=st_boosting_cost, requires=_extra("lightgbm"),
          description="LightGBM, one model per output")
 register("sklearn_gbrt_per_output", f"{_PEERS}:SklearnGBRTPerOutput", cost=st_boosting_cost,
          description="scikit-learn GradientBoostingRegressor, one model per output")

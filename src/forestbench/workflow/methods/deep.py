@@ -265,7 +265,8 @@ register("dte_ecc", "forestbench.peers:EnsembleOfClassifierChains", cost=ecc_cos
          description="ensemble of 10 random-order classifier chains of decision trees (scikit-learn)")
 register("dte_mlp", "forestbench.peers:TunedMLP", cost=mlp_cost, task_params=_DTE_TASKS,
          description="scikit-learn MLP tuned by inner 5-fold CV over {50, 100} neurons x {1, 2} layers")
-register("dte_mlknn", "forestbench.peers:TunedMLkNN", cost=mlknn_cost,
+_SKMULTILEARN = {"skmultilearn": "scikit-multilearn-ng: pip install 'forestbench[peers]'"}
+register("dte_mlknn", "forestbench.peers:TunedMLkNN", cost=mlknn_cost, requires=_SKMULTILEARN,
          description="ML-kNN (scikit-multilearn-ng), k and smoothing by inner 5-fold CV")
-register("dte_rakel", "forestbench.peers:RakelOverlapping", cost=rakel_cost,
+register("dte_rakel", "forestbench.peers:RakelOverlapping", cost=rakel_cost, requires=_SKMULTILEARN,
          description="RAkEL-o with linear SVMs on overlapping label subsets of size 3 (scikit-multilearn-ng)")
