@@ -466,8 +466,8 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                 ignored = sum(1 for r in by_dataset.get(dataset, ())
                               if (r.experiment, r.variant) == (name, variant.name)) - len(own)
                 final, chunk_cost = variant_cost(exp, variant, fit_shape, sparse, entry.get("task"))
-                # the time request's floor: what the fit took on the machine it ran on (wall); the estimate of
-                # core-hours: what it would take alone (busy)
+                # the requests' floors: what the fit took on the machine it ran on (wall) and its peak memory; the
+                # estimate of core-hours: what it would take alone (busy)
                 recorded = _recorded([r for r in matched if (r.experiment, r.variant) == (name, variant.name)])
                 if own:
                     wall, source, n_rec = res.STARTUP_S + sum(own) / len(own), "recorded", len(own)
