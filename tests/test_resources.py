@@ -287,6 +287,10 @@ def test_the_time_request_covers_recorded_times_and_partition_limits_cap_request
     assert R.fit_requests({"n": 100, "p": 5, "d": 1}, {"n_estimators": 10}, recorded_mb=10.0)["mem_mb"] == 1000
     limits = R.Limits(mem_mb=4000, runtime_min=60)
     assert limits.cap({"mem_mb": 9000, "runtime": 180}) == {"mem_mb": 4000, "runtime": 60}
+    # a local run's memory pool lowers the memory cap, never raises it
+    assert R.local_limits(limits, 3000) == R.Limits(mem_mb=3000, runtime_min=60)
+    assert R.local_limits(limits, 9000) == limits and R.local_limits(limits, None) == limits
+    assert R.machine_memory_mb() > 0
     assert limits.exceeded({"mem_mb": 9000, "runtime": 30}) == ["mem_mb 9000 > 4000"]
     with pytest.raises(ValueError, match="runtime_min"):
         R.Limits(mem_mb=1, runtime_min=0)

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from forestbench.workflow.resources import machine_memory_mb
+
 pytestmark = pytest.mark.e2e
 
 TINY = {
@@ -54,6 +56,16 @@ def test_workflow_runs_then_is_up_to_date_then_reruns_one_job(workflow_dir, snak
     out = dry.stdout + dry.stderr
     assert jobs_planned(out, "fit") == 1 and jobs_planned(out, "prepare") == 0 and jobs_planned(out, "split") == 0
     assert jobs_planned(out, "collect") == 1  # only the affected experiment is collected again
+    # locally, jobs hold their memory requests from a pool (the machine's memory unless --resources sets it): the
+    # fit asking more than a 700 MB pool is capped at it, and named
+    assert f'mem_mb=Resource("mem_mb", {machine_memory_mb()})' in first.stdout + first.stderr
+    small = snakemake(workflow_dir, snakemake_env, "-n", "--resources", "mem_mb=700")
+    out = small.stdout + small.stderr
+    assert small.returncode == 0, out[-3000:]
+    assert re.search(r"wildcards: experiment=tiny_reg, dataset=linnerud, variant=rf-d4, repeat=1\n\s+resources: "
+                     r"[^\n]*\bmem_mb=700\b", out), out[-3000:]
+    assert "fit tiny_reg/linnerud/rf-d4 attempt 1: mem_mb 1000 > 700, capped at" in out
+    assert "the local memory pool" in out
     third = snakemake(workflow_dir, snakemake_env)
     assert third.returncode == 0 and victim.exists()
 

@@ -38,6 +38,18 @@ def _costs(wildcards):
 # FORESTBENCH_MAX_RUNTIME_MIN, defaults 256 GB and 48 h): a request beyond them is capped there, with a warning
 # naming the job, rather than submitted for SLURM to refuse or to keep pending forever.
 _LIMITS = fbres.limits_from_env()
+_LIMITS_NAMED = "the partition limits (FORESTBENCH_MAX_MEM_MB, FORESTBENCH_MAX_RUNTIME_MIN)"
+# Locally, every job holds its mem_mb request from a pool, this machine's physical memory unless `--resources
+# mem_mb=N` sets another, so that fits whose requests together exceed it never start side by side (two DTE cascades
+# on enron peak at 13-17 GB each). Snakemake lowers a request above the pool to the pool, so such a job runs with
+# nothing else holding memory; the cap below does the same and says so, naming the job. Cluster executors submit
+# every job with its own request.
+if workflow.local_exec:
+    if "mem_mb" not in workflow.global_resources:
+        workflow.register_resource("mem_mb", fbres.machine_memory_mb())
+    _pool = workflow.global_resources["mem_mb"]
+    _LIMITS = fbres.local_limits(_LIMITS, getattr(_pool, "value", _pool))
+    _LIMITS_NAMED += " and the local memory pool (this machine's memory, or --resources mem_mb)"
 _WARNED = set()
 _RECORDED = {}  # (experiment, dataset, variant) -> RecordedFit, read once per Snakemake process
 
@@ -80,9 +92,8 @@ def _capped(label, attempt, request):
     over = _LIMITS.exceeded(request)
     if over and (label, attempt) not in _WARNED:
         _WARNED.add((label, attempt))
-        print(f"forestbench: {label} attempt {attempt}: {'; '.join(over)}, capped at the partition limits "
-              "(FORESTBENCH_MAX_MEM_MB, FORESTBENCH_MAX_RUNTIME_MIN); `python -m forestbench plan` lists every "
-              "such job", file=sys.stderr)
+        print(f"forestbench: {label} attempt {attempt}: {'; '.join(over)}, capped at {_LIMITS_NAMED}; "
+              "`python -m forestbench plan` lists every such job", file=sys.stderr)
     return _LIMITS.cap(request)
 
 

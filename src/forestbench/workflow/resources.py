@@ -540,6 +540,21 @@ def limits_from_env(environ=None) -> Limits:
     return Limits(**values)
 
 
+def machine_memory_mb() -> int:
+    """This machine's physical memory in MB: the pool a local run's jobs hold their ``mem_mb`` requests from."""
+    import psutil
+
+    return int(psutil.virtual_memory().total // 2**20)
+
+
+def local_limits(limits: Limits, pool_mb: int | None) -> Limits:
+    """``limits`` with the memory cap lowered to a local run's memory pool: a job asking more than the pool is capped
+    at it (as Snakemake constrains it), and so runs with nothing else holding memory."""
+    if pool_mb is None:
+        return limits
+    return Limits(mem_mb=max(1, min(limits.mem_mb, int(pool_mb))), runtime_min=limits.runtime_min)
+
+
 def _positive_int(value) -> int | None:
     """An integer parameter >= 1, else None (fractions, strings and booleans are left to the estimator)."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
