@@ -93,7 +93,7 @@ def _capped(label, attempt, request):
     if over and (label, attempt) not in _WARNED:
         _WARNED.add((label, attempt))
         print(f"forestbench: {label} attempt {attempt}: {'; '.join(over)}, capped at {_LIMITS_NAMED}; "
-              "`python -m forestbench plan` lists every such job", file=sys.stderr)
+              "`python -m forestbench plan` lists every such job (`--max-mem-gb` for a local pool)", file=sys.stderr)
     return _LIMITS.cap(request)
 
 
