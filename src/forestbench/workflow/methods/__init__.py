@@ -198,6 +198,12 @@ def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callabl
     return spec
 
 
+def peers_extra(module: str, package: str | None = None) -> dict[str, str]:
+    """``requires`` of a method whose estimator imports ``module`` (the distribution ``package``, by default the
+    module's name) from the optional extra ``peers``."""
+    return {module: f"{package or module}: pip install 'forestbench[peers]'"}
+
+
 def plan_method(name: str, why: str) -> None:
     """Declare a method that experiments name but that is not implemented yet."""
     if name not in METHODS:

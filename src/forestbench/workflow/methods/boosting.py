@@ -1,6 +1,6 @@
 """Gradient tree boosting (thesis ch. 6): forestbench's own family, the single-target forests it is compared with,
 and the boosting libraries a researcher would otherwise use (the ``peers`` optional dependencies)."""
-from forestbench.workflow.methods import register
+from forestbench.workflow.methods import peers_extra, register
 from forestbench.workflow.resources import Cost, candidate_features, split_outputs
 
 # Calibrated on benchmarks/bench_boosting.py (quiet-machine equivalents): friedman1 n=300 p=5 stumps about 6 us per
@@ -86,18 +86,14 @@ register("st_random_forest", "forestbench.forest:SingleTargetForestRegressor",
 _PEERS = "forestbench.peers"
 
 
-def _extra(module):
-    return {module: f"{module}: pip install 'forestbench[peers]'"}
-
-
 register("xgboost_multi_output_tree", f"{_PEERS}:XGBoostMultiOutputTree", cost=boosting_cost,
-         requires=_extra("xgboost"),
+         requires=peers_extra("xgboost"),
          description="XGBoost (CPU hist) with multi_strategy='multi_output_tree': one vector-leaf tree per round")
 register("xgboost_one_output_per_tree", f"{_PEERS}:XGBoostOneOutputPerTree", cost=st_boosting_cost,
-         requires=_extra("xgboost"), description="XGBoost (CPU hist) with multi_strategy='one_output_per_tree'")
-register("catboost_multi", f"{_PEERS}:CatBoostMulti", cost=boosting_cost, requires=_extra("catboost"),
+         requires=peers_extra("xgboost"), description="XGBoost (CPU hist) with multi_strategy='one_output_per_tree'")
+register("catboost_multi", f"{_PEERS}:CatBoostMulti", cost=boosting_cost, requires=peers_extra("catboost"),
          description="CatBoost with MultiRMSE (regression) or MultiLogloss (multi-label)")
-register("lightgbm_per_output", f"{_PEERS}:LightGBMPerOutput", cost=st_boosting_cost, requires=_extra("lightgbm"),
+register("lightgbm_per_output", f"{_PEERS}:LightGBMPerOutput", cost=st_boosting_cost, requires=peers_extra("lightgbm"),
          description="LightGBM, one model per output")
 register("sklearn_gbrt_per_output", f"{_PEERS}:SklearnGBRTPerOutput", cost=st_boosting_cost,
          description="scikit-learn GradientBoostingRegressor, one model per output")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from forestbench.workflow.methods import register
+from forestbench.workflow.methods import peers_extra, register
 from forestbench._label_layout import grows_sparse
 from forestbench.workflow.resources import (D_HALF, SPARSE_CRITERION_COST, Cost, candidate_features, forest_mb,
                                             stored_per_row)
@@ -265,7 +265,7 @@ register("dte_ecc", "forestbench.peers:EnsembleOfClassifierChains", cost=ecc_cos
          description="ensemble of 10 random-order classifier chains of decision trees (scikit-learn)")
 register("dte_mlp", "forestbench.peers:TunedMLP", cost=mlp_cost, task_params=_DTE_TASKS,
          description="scikit-learn MLP tuned by inner 5-fold CV over {50, 100} neurons x {1, 2} layers")
-_SKMULTILEARN = {"skmultilearn": "scikit-multilearn-ng: pip install 'forestbench[peers]'"}
+_SKMULTILEARN = peers_extra("skmultilearn", "scikit-multilearn-ng")
 register("dte_mlknn", "forestbench.peers:TunedMLkNN", cost=mlknn_cost, requires=_SKMULTILEARN,
          description="ML-kNN (scikit-multilearn-ng), k and smoothing by inner 5-fold CV")
 register("dte_rakel", "forestbench.peers:RakelOverlapping", cost=rakel_cost, requires=_SKMULTILEARN,
