@@ -40,6 +40,21 @@ def test_friedman1_multioutput_structure():
     np.testing.assert_allclose(np.sort(noisy.Y[:, 4]), np.sort(noisy.Y[:, 0]))  # a permutation of output 0
 
 
+def test_friedman1_irrelevant_inputs_leave_the_default_reading_unchanged():
+    params = {"kind": "group", "n_samples": 400, "n_outputs": 3, "seed": 4}
+    base = load_embedded("g", "friedman1_multioutput", params)
+    wide = load_embedded("g", "friedman1_multioutput", {**params, "n_irrelevant_inputs": 5})
+    assert wide.X.shape == (400, 10)
+    # the five columns of f and every output are those of the default reading; the extra ones are U(0, 1) noise
+    np.testing.assert_array_equal(wide.X[:, :5], base.X)
+    np.testing.assert_array_equal(wide.Y, base.Y)
+    extra = wide.X[:, 5:].astype(float)
+    assert extra.min() >= 0 and extra.max() <= 1 and abs(extra.mean() - 0.5) < 0.05
+    assert np.abs(np.corrcoef(extra.T, wide.Y[:, 0])[-1, :-1]).max() < 0.2
+    with pytest.raises(ConfigError, match="n_irrelevant_inputs"):
+        load_embedded("g", "friedman1_multioutput", {**params, "n_irrelevant_inputs": -1})
+
+
 def test_generators_are_deterministic_and_validated():
     a = load_embedded("m", "multilabel", {"seed": 1})
     b = load_embedded("m", "multilabel", {"seed": 1})

@@ -150,7 +150,8 @@ def friedman1(n_samples: int = 2300, n_features: int = 10, noise: float = 1.0, s
 
 @loader("friedman1_multioutput")
 def friedman1_multioutput(kind: str = "chain", n_samples: int = 4300, n_outputs: int = 16,
-                          n_noise_outputs: int = 0, input_distribution: str = "uniform", seed: int = 0) -> Dataset:
+                          n_noise_outputs: int = 0, input_distribution: str = "uniform", n_irrelevant_inputs: int = 0,
+                          seed: int = 0) -> Dataset:
     """The gradient-boosting paper's friedman1-{chain, group, ind} (eqs. 29-32).
 
     chain: y_1 = f(x) + e_1, y_j = y_{j-1} + e_j; group: y_j = f(x) + e_j; ind: x has 5d columns and output j uses
@@ -158,7 +159,13 @@ def friedman1_multioutput(kind: str = "chain", n_samples: int = 4300, n_outputs:
     ``input_distribution="normal"`` gives N(0, I) (why: config/README.md, "Datasets").
     ``n_noise_outputs`` appends that many outputs that are row permutations of original outputs (the noisy-output
     study): output j's noise copy permutes output j mod d with its own permutation.
+    ``n_irrelevant_inputs`` appends that many inputs of the same distribution that no output depends on (the
+    thesis' appendix defines Friedman1 with p = 10, five of them irrelevant; the chapter's text gives x five
+    columns, our default): drawn after everything else, so the other columns and outputs are those of the
+    default reading.
     """
+    if n_irrelevant_inputs < 0:
+        raise ConfigError(f"friedman1_multioutput: n_irrelevant_inputs must be >= 0, not {n_irrelevant_inputs}")
     rng = np.random.default_rng(seed)
     d = n_outputs
     p = 5 * d if kind == "ind" else 5
@@ -177,6 +184,9 @@ def friedman1_multioutput(kind: str = "chain", n_samples: int = 4300, n_outputs:
         Y = np.column_stack([Y, *noise])
     meta = {"generator": f"friedman1-{kind}", "seed": seed, "input_distribution": input_distribution,
             "n_noise_outputs": n_noise_outputs}
+    if n_irrelevant_inputs:
+        X = np.column_stack([X, _inputs(rng, n_samples, n_irrelevant_inputs, input_distribution)])
+        meta["n_irrelevant_inputs"] = n_irrelevant_inputs
     return Dataset(f"friedman1_{kind}", X.astype(np.float32), Y, "multioutput_regression", meta)
 
 
