@@ -385,6 +385,53 @@ def test_readme_table_counts_explained_misses_and_checks_headings(setup):
         in table
 
 
+def test_readme_table_explains_misses_that_the_reading_of_record_reproduces(setup):
+    """``explained_by``: a miss is explained where another experiment (the reading of record) has the same
+    published cell within tolerance; a cell out there too, another dataset, or that experiment not archived yet
+    explains nothing."""
+    tmp, configfile, plan, results, files = setup
+    ref = write_reference(tmp)
+    config_readme = tmp / "README_config.md"
+    config_readme.write_text("# Choices\n\n## Folds\n\nThe published folds are unshuffled.\n")
+    config = tiny_config()
+    record = json.loads(json.dumps(config["experiments"]["tiny"]))
+    record["methods"][1].pop("tune")
+    config["experiments"] = {"tiny_record": record}
+    plan_record = archive._plan(write_config(tmp / "record.yaml", config))
+    archive.add(results, tmp / "archive", plan)          # tiny: rf 0.505 within, st 0.605 against 0.9 out
+    experiments = {"tiny": tiny_config()["experiments"]["tiny"], "tiny_record": record}
+    by = {"experiment": "tiny_record", "see": "Folds"}
+    experiments["tiny"]["reference"]["explained_by"] = by
+
+    def row(table, name):
+        return next(line for line in table.splitlines() if f"| `{name}` |" in line)
+
+    table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    assert row(table, "tiny").endswith("| 2 | 2 | 1 | 1 | 0 |")      # the reading of record is not archived yet
+    # the reading of record: st 0.9 (within 0.9 ± 0.01), rf 0.8 (out)
+    fake_results(tmp / "results_record", plan_record, score=0.795)
+    archive.add(tmp / "results_record", tmp / "archive", plan_record)
+    table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    assert row(table, "tiny").endswith("| 2 | 2 | 1 | 1 | 1 |")
+    assert row(table, "tiny_record").endswith("| 2 | 2 | 1 | 1 | 0 |")
+    by["datasets"] = ["emotions"]
+    table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    assert row(table, "tiny").endswith("| 2 | 2 | 1 | 1 | 0 |")
+    # the record's st out of tolerance too: nothing to explain by
+    fake_results(tmp / "results_record", plan_record, score=0.5)
+    shutil.rmtree(tmp / "archive" / "tiny_record")
+    archive.add(tmp / "results_record", tmp / "archive", plan_record)
+    del by["datasets"]
+    table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    assert row(table, "tiny").endswith("| 2 | 2 | 1 | 1 | 0 |")
+    experiments["tiny"]["reference"]["explained_by"] = {"experiment": "nowhere", "see": "Folds"}
+    with pytest.raises(ConfigError, match="no experiment 'nowhere'"):
+        archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    experiments["tiny"]["reference"]["explained_by"] = {"experiment": "tiny_record", "see": "Elsewhere"}
+    with pytest.raises(ConfigError, match="no heading 'Elsewhere'"):
+        archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+
+
 def test_readme_command_writes_and_checks_the_marked_table(setup, capsys):
     tmp, configfile, plan, results, files = setup
     readme = tmp / "README.md"

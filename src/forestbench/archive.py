@@ -686,6 +686,57 @@ def _explained_mask(comparison, ref_cfg: dict, where: str, headings: set[str]):
     return mask
 
 
+def _references(cfg: dict) -> list[dict]:
+    refs = cfg.get("reference")
+    return refs if isinstance(refs, list) else ([refs] if refs else [])
+
+
+def _explained_by_reading(comparison, ref_cfg: dict, where: str, headings: set[str], experiments_cfg: dict,
+                          archived: list[str], comparisons):
+    """Rows of ``comparison.frame`` that the entry's ``explained_by`` reading reproduces: the same published cell
+    (published dataset and variant) within tolerance in any reference entry of the same table of the experiment
+    that runs the reading of record (``experiment``), optionally only on ``datasets``; ``see`` names the heading of
+    config/README.md that says why that reading is the one of record. Nothing is explained while that experiment
+    has no archived results."""
+    import pandas as pd
+
+    from forestbench.report.reproduction import STATUS_OK
+
+    frame = comparison.frame
+    mask = pd.Series(False, index=frame.index)
+    spec = ref_cfg.get("explained_by")
+    if not spec:
+        return mask
+    if not isinstance(spec, dict) or not spec.get("experiment") or not spec.get("see"):
+        raise ConfigError(f"{where}.explained_by must give 'experiment' (the run of the reading of record) and "
+                          "'see' (a heading of config/README.md)")
+    unknown = set(spec) - {"experiment", "see", "datasets"}
+    if unknown:
+        raise ConfigError(f"{where}.explained_by: unknown key(s) {', '.join(sorted(unknown))} (experiment, see, "
+                          "datasets)")
+    other = spec["experiment"]
+    if other not in experiments_cfg:
+        raise ConfigError(f"{where}.explained_by.experiment: no experiment {other!r} in the configuration")
+    if str(spec["see"]) not in headings:
+        raise ConfigError(f"{where}.explained_by.see: config/README.md has no heading {spec['see']!r}")
+    if other not in archived:
+        return mask
+    reproduced = set()
+    for other_ref, other_comp in comparisons(other)[1]:
+        if other_comp.table != comparison.table or not {"dataset_id", "variant"} <= set(other_comp.frame.columns):
+            continue
+        ok = other_comp.frame[other_comp.frame["status"] == STATUS_OK]
+        reproduced |= set(zip(ok["dataset_id"].astype(str), ok["variant"].astype(str)))
+    if not {"dataset_id", "variant", "dataset"} <= set(frame.columns):
+        raise ConfigError(f"{where}.explained_by: the comparison with {comparison.table} has no cells per dataset "
+                          "and variant to explain")
+    mask = pd.Series([key in reproduced for key in zip(frame["dataset_id"].astype(str),
+                                                         frame["variant"].astype(str))], index=frame.index)
+    if spec.get("datasets") is not None:
+        mask &= frame["dataset"].astype(str).isin([str(d) for d in spec["datasets"]])
+    return mask
+
+
 @dataclass
 class TableRow:
     experiment: str
@@ -708,24 +759,38 @@ def summary_rows(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
     from forestbench.report.reproduction import STATUS_DISAGREE, STATUS_NOT_RUN, STATUS_OK, STATUS_OUT, compare_any
 
     headings = _headings(config_readme)
+    archived = archived_experiments(archive)
+    cache: dict[str, tuple[int, list]] = {}
+
+    def comparisons(name: str) -> tuple[int, list]:
+        """(run records, [(reference entry, comparison)]) of an archived experiment, computed once."""
+        if name not in cache:
+            cfg = experiments_cfg[name]
+            with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
+                scores_csv, _, n_records = _write_tables(archive, name, Path(tmp) / "tables",
+                                                         cfg.get("max_repeats"))
+                scores = load_scores(scores_csv, name)
+            cache[name] = (n_records, [(ref_cfg, compare_any(scores, ref_cfg, reference_dir, name,
+                                                             cfg.get("datasets")))
+                                       for ref_cfg in _references(cfg)])
+        return cache[name]
+
     rows, others = [], []
-    for name in archived_experiments(archive):
+    for name in archived:
         cfg = experiments_cfg.get(name)
-        refs = (cfg or {}).get("reference")
-        refs = refs if isinstance(refs, list) else ([refs] if refs else [])
+        refs = _references(cfg or {})
         if not refs:
             others.append(name + ("" if cfg is not None else " (not in the configuration)"))
             continue
-        with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
-            scores_csv, _, n_records = _write_tables(archive, name, Path(tmp) / "tables", cfg.get("max_repeats"))
-            scores = load_scores(scores_csv, name)
+        n_records, comps = comparisons(name)
         source = f"{n_records} run records" if n_records else "imported scores table"
-        for j, ref_cfg in enumerate(refs):
+        for j, (ref_cfg, comp) in enumerate(comps):
             where = f"experiments.{name}.reference" + (f"[{j}]" if len(refs) > 1 else "")
-            comp = compare_any(scores, ref_cfg, reference_dir, name, cfg.get("datasets"))
             status = comp.frame["status"]
             out = status.isin([STATUS_OUT, STATUS_DISAGREE])
-            explained = out & _explained_mask(comp, ref_cfg, where, headings)
+            explained = out & (_explained_mask(comp, ref_cfg, where, headings)
+                               | _explained_by_reading(comp, ref_cfg, where, headings, experiments_cfg, archived,
+                                                       comparisons))
             what = getattr(comp, "what", "published scores")
             run_protocol = " ".join(str(ref_cfg.get("run_protocol") or "").split())
             if run_protocol:   # two entries of one table (e.g. the same cells run two ways) stay told apart
