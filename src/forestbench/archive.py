@@ -819,7 +819,9 @@ def readme_table(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
                   "decision, re-tested or re-ranked on the published cells of the datasets we ran where the entry "
                   "names `cells`). "
                   "Explained: out-of-tolerance cells whose miss `config/README.md` explains (the entry's "
-                  "`explained` list names the cells and the heading). Cells run but neither within nor out are "
+                  "`explained` list names the cells and the heading, or its `explained_by` names the experiment of "
+                  "the reading of record, which has the same cell within tolerance). Cells run but neither within "
+                  "nor out are "
                   "unjudged: a dataset's run still under way, a reduced protocol, or a test over too few datasets "
                   "to reach significance at all (Wilcoxon needs 6 at 0.05)."]
     if others:
