@@ -710,15 +710,14 @@ def _explained_by_reading(comparison, ref_cfg: dict, where: str, headings: set[s
     if not isinstance(spec, dict) or not spec.get("experiment") or not spec.get("see"):
         raise ConfigError(f"{where}.explained_by must give 'experiment' (the run of the reading of record) and "
                           "'see' (a heading of config/README.md)")
-    unknown = set(spec) - {"experiment", "see", "datasets"}
-    if unknown:
-        raise ConfigError(f"{where}.explained_by: unknown key(s) {', '.join(sorted(unknown))} (experiment, see, "
-                          "datasets)")
     other = spec["experiment"]
     if other not in experiments_cfg:
         raise ConfigError(f"{where}.explained_by.experiment: no experiment {other!r} in the configuration")
     if str(spec["see"]) not in headings:
         raise ConfigError(f"{where}.explained_by.see: config/README.md has no heading {spec['see']!r}")
+    if not {"dataset_id", "variant", "dataset"} <= set(frame.columns):
+        raise ConfigError(f"{where}.explained_by: the comparison with {comparison.table} has no cells per dataset "
+                          "and variant to explain")
     if other not in archived:
         return mask
     reproduced = set()
@@ -727,9 +726,6 @@ def _explained_by_reading(comparison, ref_cfg: dict, where: str, headings: set[s
             continue
         ok = other_comp.frame[other_comp.frame["status"] == STATUS_OK]
         reproduced |= set(zip(ok["dataset_id"].astype(str), ok["variant"].astype(str)))
-    if not {"dataset_id", "variant", "dataset"} <= set(frame.columns):
-        raise ConfigError(f"{where}.explained_by: the comparison with {comparison.table} has no cells per dataset "
-                          "and variant to explain")
     mask = pd.Series([key in reproduced for key in zip(frame["dataset_id"].astype(str),
                                                          frame["variant"].astype(str))], index=frame.index)
     if spec.get("datasets") is not None:
