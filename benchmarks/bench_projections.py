@@ -10,12 +10,16 @@ run, medians over repeats:
   before it (the same trees, to the bit);
 - ``ours-original-sparse`` : the same on the CSR label matrix;
 - ``ours-gaussian-q{q}``   : per-tree Gaussian projection (Algorithm 5.2) with q components (sparse Y, dense Z);
+- ``ours-subsample-q{q}``  : per-tree random output subspace of q labels on the dense label matrix (``--subsample``),
+  split on its 0/1 pattern, grown as CSR; ``-scaled``: split on the scaled Z under the dense criterion, as before
+  ``forestbench.projections.split_projection``;
 - ``sklearn-dense``        : scikit-learn's RandomForestRegressor on the dense label matrix (same t, k, n_min).
 
 The thesis reports 3348 s -> 311 s (10.8x) for q = 25 on the real delicious with t = 100. LRAP on 3185 held-out rows
 is printed as a sanity check that the projected forest is not degenerate.
 
-Usage: python benchmarks/bench_projections.py [--repeats 3] [--sklearn-repeats 1] [--q 25] [--out results.json]
+Usage: python benchmarks/bench_projections.py [--repeats 3] [--sklearn-repeats 1] [--q 25] [--subsample Q ...]
+                                             [--out results.json]
        python benchmarks/bench_projections.py --quick     # small problem, seconds (smoke run)
 """
 from __future__ import annotations
@@ -34,6 +38,30 @@ from sklearn.metrics import label_ranking_average_precision_score
 from forestbench import _label_layout
 from forestbench._io import write_json
 from forestbench.forest import RandomForestRegressor
+from forestbench.forest import _forest
+
+
+class _SplitTargetsBefore:
+    """The split targets of a projected forest as they were before ``split_projection``: ``Z = Y Φᵀ`` as the
+    product gives it (of dense labels, a dense Z of values 0 and sqrt(d / q) under the dense criterion)."""
+
+    def __init__(self, Y, Y_grow, phi, n):
+        self.Z = _forest.check_targets(_forest.project_outputs(Y, phi), n, name="projected outputs")[0]
+
+    def for_weights(self, weight):
+        return self.Z
+
+
+class ScaledSubspaceForest(RandomForestRegressor):
+    """Our forest splitting on the scaled Z of a random output subspace, as it did before ``split_projection``."""
+
+    def fit(self, X, y, sample_weight=None):
+        saved = _forest._SplitTargets
+        _forest._SplitTargets = _SplitTargetsBefore
+        try:
+            return super().fit(X, y, sample_weight)
+        finally:
+            _forest._SplitTargets = saved
 
 
 class DenseCriterionForest(RandomForestRegressor):
@@ -89,6 +117,9 @@ def main(argv=None):
     ap.add_argument("--labels", type=float, default=19.0)
     ap.add_argument("--trees", type=int, default=10)
     ap.add_argument("--q", type=int, nargs="+", default=[25])
+    ap.add_argument("--subsample", type=int, nargs="*", default=[],
+                    help="q of random output subspaces to grow on the dense labels, split on the 0/1 pattern (as "
+                         "today) and on the scaled Z (as before)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--sklearn-repeats", type=int, default=1)
     ap.add_argument("--no-sklearn", action="store_true")
@@ -120,6 +151,12 @@ def main(argv=None):
                      lambda q=q: RandomForestRegressor(output_projection="gaussian", n_components=q,
                                                        projection_sharing="per_tree", **common),
                      Yl, args.repeats))
+    for q in args.subsample:
+        for name, cls in ((f"ours-subsample-q{q}", RandomForestRegressor),
+                          (f"ours-subsample-q{q}-scaled", ScaledSubspaceForest)):
+            runs.append((name, lambda q=q, cls=cls: cls(output_projection="subsample", n_components=q,
+                                                        projection_sharing="per_tree", **common),
+                         Yl_dense, args.repeats))
     if not args.no_sklearn:
         runs.append(("sklearn-dense",
                      lambda: SkForest(n_estimators=args.trees, max_features="sqrt", min_samples_split=2, n_jobs=1,
@@ -143,6 +180,8 @@ def main(argv=None):
     for q in args.q:
         pairs += [(b, f"ours-gaussian-q{q}") for b in ("ours-original-dense", "ours-original-sparse")]
     pairs += [("ours-original-dense-criterion", "ours-original-dense")]
+    pairs += [(f"ours-subsample-q{q}-scaled", f"ours-subsample-q{q}") for q in args.subsample]
+    pairs += [(f"ours-subsample-q{q}", "ours-original-dense") for q in args.subsample]
     pairs += [("sklearn-dense", b) for b in ("ours-original-dense", "ours-original-sparse")]
     ratios = {}
     for num, den in pairs:

@@ -15,6 +15,7 @@ from forestbench.projections import (
     make_projection,
     project_outputs,
     resolve_n_components,
+    split_projection,
 )
 
 REFERENCE = Path(__file__).resolve().parents[1] / "config" / "reference" / "thesis_table_5_1.csv"
@@ -233,3 +234,19 @@ def test_project_outputs_equals_dense_product(kind, sparse_y):
         assert Z.flags.c_contiguous
     if kind == "subsample" and sparse_y:
         assert sp.issparse(Z)  # selecting labels of a sparse Y stays sparse
+
+
+def test_split_projection_drops_only_a_common_positive_scale():
+    """A random output subspace splits on its 0/1 pattern (the same rows and columns, every value 1); a projection
+    whose non-zeros differ in value or sign, a dense one and an already unscaled one are returned as they are."""
+    phi = make_projection("subsample", 12, 40, random_state=4)
+    pattern = split_projection(phi)
+    assert sp.issparse(pattern) and (pattern != 0).toarray().tolist() == (phi != 0).toarray().tolist()
+    np.testing.assert_array_equal(pattern.data, 1.0)
+    np.testing.assert_allclose(phi.toarray(), math.sqrt(40 / 12) * pattern.toarray())
+    assert phi.data[0] == math.sqrt(40 / 12)  # the projection itself is not touched
+    for kind in ("sparse", "achlioptas", "gaussian", "hadamard"):
+        other = make_projection(kind, 12, 40, random_state=4)
+        assert split_projection(other) is other
+    assert split_projection(pattern) is pattern
+    assert split_projection(-phi).data[0] < 0  # a negative common value is a reflection, not a scale: kept

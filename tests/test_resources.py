@@ -319,6 +319,10 @@ def test_sparse_label_forests_are_charged_by_their_stored_labels():
     projected = {"n_estimators": 4, "output_projection": "gaussian", "n_components": d}
     assert R.forest_cost(n, p, d, projected, label_density=per_row / d).fit_seconds == pytest.approx(
         R.forest_cost(n, p, d, projected).fit_seconds)
+    # a random output subspace of q = d labels splits on a sparse 0/1 Z, grown as CSR: charged as the labels are
+    subspace = {"n_estimators": 4, "output_projection": "subsample", "n_components": d}
+    assert R.forest_cost(n, p, d, subspace, label_density=per_row / d).fit_seconds == pytest.approx(
+        sparse_cost.fit_seconds)
     # labels too dense for the sparse criterion are charged as dense ones
     assert R.forest_cost(n, p, d, {"n_estimators": 4}, label_density=0.2) == dense_cost
 

@@ -51,6 +51,7 @@ __all__ = [
     "make_projection",
     "project_outputs",
     "resolve_n_components",
+    "split_projection",
 ]
 
 PROJECTION_KINDS = ("gaussian", "rademacher", "achlioptas", "sparse", "subsample", "hadamard", "pca")
@@ -229,6 +230,26 @@ def _pca(Y, q, d):
     signs = np.sign(axes[np.arange(q), pivot])
     signs[signs == 0] = 1.0
     return axes * signs[:, None]
+
+
+def split_projection(projection):
+    """The projection a tree splits with: ``projection`` itself, or its 0/1 pattern when it is sparse and its
+    non-zeros share one positive value (a random output subspace, scaled by sqrt(d / q)).
+
+    Dividing every split target by the same constant multiplies every candidate's impurity decrease by the same
+    square, so it changes no ranking of candidates in exact arithmetic. In floating point it settles ties: on a 0/1
+    ``Z`` candidates that tie (frequent with 0/1 targets) tie exactly and the first found wins, as on the labels
+    themselves, where on the scaled values their proxies round apart. The pattern also keeps ``Z`` a 0/1 matrix
+    where ``Y`` is one, exact under the sparse criterion, which the trees then grow on as CSR
+    (``forestbench.tree._classes.labels_for_growth``)."""
+    if not sp.issparse(projection) or projection.nnz == 0:
+        return projection
+    values = projection.data
+    if values[0] <= 0 or values[0] == 1 or not np.all(values == values[0]):
+        return projection
+    pattern = projection.copy()
+    pattern.data = np.ones_like(values)
+    return pattern
 
 
 def project_outputs(Y, projection, dense_threshold=0.25):

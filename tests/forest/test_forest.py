@@ -268,6 +268,57 @@ def test_dense_sparse_labels_grow_as_csr_with_identical_forests(Forest, params, 
     assert fast.model_bytes_ < dense.model_bytes_ / 3
 
 
+@pytest.mark.parametrize("Forest", FORESTS)
+@pytest.mark.parametrize("sharing", ["per_tree", "shared"])
+@pytest.mark.parametrize("weights", [None, "fractional"])
+def test_a_sparse_0_1_projection_of_dense_labels_grows_as_csr_with_identical_forests(Forest, sharing, weights,
+                                                                                     monkeypatch):
+    """A random output subspace of dense 0/1 labels is itself a sparse 0/1 matrix: its trees split on it as CSR
+    (the O(non-zeros) criterion), to the bit the forest the dense criterion grows on the same Z. Weights that could
+    make the sparse sums inexact get the dense Z, and the same forest."""
+    from forestbench import _label_layout
+    from forestbench.tree import DecisionTreeRegressor
+
+    seen = []
+    original = DecisionTreeRegressor._fit_validated
+
+    def spy(self, X, Y, Z=None, sample_weight=None, **kw):
+        seen.append(sp.issparse(Z))
+        return original(self, X, Y, Z, sample_weight, **kw)
+
+    monkeypatch.setattr(DecisionTreeRegressor, "_fit_validated", spy)
+    X, Y = _delicious_like()
+    w = None if weights is None else np.random.default_rng(1).uniform(0.5, 2.0, len(X))
+    params = dict(n_estimators=4, random_state=5, output_projection="subsample", n_components=80,
+                  projection_sharing=sharing)
+    fast = Forest(**params).fit(X, Y, sample_weight=w)
+    assert seen == [w is None] * 4
+    seen.clear()
+    monkeypatch.setattr(_label_layout, "SPARSE_LABELS_MAX_DENSITY", 0.0)
+    dense = Forest(**params).fit(X, Y, sample_weight=w)
+    assert seen == [False] * 4
+    assert_same_forest(fast, dense, X)
+
+
+@pytest.mark.parametrize("Forest", FORESTS)
+def test_a_random_output_subspace_grows_the_same_forest_from_dense_and_sparse_labels(Forest):
+    """Split on the 0/1 pattern of the subspace, the trees see exact integer sums whether the labels come dense
+    (converted) or as CSR: one forest for both layouts."""
+    X, Y = _delicious_like(seed=2)
+    params = dict(n_estimators=3, random_state=8, output_projection="subsample", n_components=60)
+    assert_same_forest(Forest(**params).fit(X, Y), Forest(**params).fit(X, sp.csr_matrix(Y)), X)
+
+
+@pytest.mark.parametrize("Forest", FORESTS)
+def test_a_random_output_subspace_of_every_label_grows_the_forest_of_the_labels(Forest):
+    """q = d without replacement selects every label once: split on the 0/1 selection, every candidate's proxy is
+    an exact integer sum whatever the column order, so the trees are those of the original outputs."""
+    X, Y = _delicious_like(seed=4)
+    common = dict(n_estimators=3, random_state=11)
+    subspace = Forest(output_projection="subsample", n_components=Y.shape[1], **common).fit(X, Y)
+    assert_same_forest(subspace, Forest(**common).fit(X, Y), X)
+
+
 def test_labels_stay_dense_where_the_sparse_criterion_could_change_a_bit():
     from forestbench.tree._classes import labels_for_growth
     X, Y = _delicious_like()

@@ -24,7 +24,11 @@ Cost note: a split score costs O(q) per sample move on a dense ``Z`` and O(non-z
 A sparse label matrix ``Y`` grown without projection therefore already uses the kernel's sparse criterion; a dense
 family (Gaussian, Rademacher, Hadamard, PCA) makes ``Z`` dense, so it pays off only when q is below the number of
 labels per row times the sparse criterion's overhead (see benchmarks/bench_projections.py). ``"subsample"`` and the
-sparse families keep ``Z`` sparse when it is sparse enough (:func:`forestbench.projections.project_outputs`).
+sparse families keep ``Z`` sparse when it is sparse enough (:func:`forestbench.projections.project_outputs`). A random
+output subspace splits on the 0/1 pattern of its ``Φ``, without its common scale sqrt(d / q)
+(:func:`forestbench.projections.split_projection`), so that on 0/1 labels, however given, its ``Z`` is a sparse 0/1
+matrix grown as CSR like the labels themselves (``labels_for_growth``: the same tree to the bit as the dense
+criterion on that ``Z``).
 """
 from __future__ import annotations
 
@@ -48,10 +52,12 @@ from forestbench.projections import (
     make_projection,
     project_outputs,
     resolve_n_components,
+    split_projection,
 )
+from forestbench._label_layout import grows_sparse
 from forestbench.tree import DecisionTreeRegressor
-from forestbench.tree._classes import (TREE_PARAMETER_CONSTRAINTS, check_X, check_targets, labels_for_growth,
-                                       validate_fit_data)
+from forestbench.tree._classes import (TREE_PARAMETER_CONSTRAINTS, check_X, check_targets, label_sums_stay_exact,
+                                       labels_for_growth, validate_fit_data)
 
 __all__ = ["RandomForestRegressor", "ExtraTreesRegressor"]
 
@@ -182,7 +188,8 @@ class _BaseProjectionForest(MultiOutputMixin, RegressorMixin, BaseEstimator):
                            min_samples_split=self.min_samples_split, min_samples_leaf=self.min_samples_leaf,
                            max_leaf_nodes=self.max_leaf_nodes, weighted_counts=False,
                            count_constant_features=self.count_constant_features)
-        # the trees grow on a sparse 0/1 label matrix as CSR (same trees, faster); projections read Y as given
+        # the trees grow on a sparse 0/1 label matrix as CSR (same trees, faster); projections read Y as given and
+        # their Z gets the same treatment (``_SplitTargets``)
         Y_grow = labels_for_growth(Y, sample_weight)
         full_labels = self.leaf_labels == "full" and self.bootstrap
         X_apply = _for_apply(X) if full_labels else None
@@ -200,24 +207,22 @@ class _BaseProjectionForest(MultiOutputMixin, RegressorMixin, BaseEstimator):
             t0 = time.perf_counter()
             shared_phi = make_projection(kind, q, d, random_state=shared_seq, Y=Y, **options)
             shared_time = time.perf_counter() - t0
-        shared_Z = None
+        shared = None
         if shared_phi is not None:
             t0 = time.perf_counter()
-            shared_Z = check_targets(project_outputs(Y, shared_phi), n, name="projected outputs")[0]
+            shared = _SplitTargets(Y, Y_grow, shared_phi, n)
             shared_time += time.perf_counter() - t0
 
         def grow(i):
             st = streams[i]
-            t0 = time.perf_counter()
-            if kind is None:
-                Z = None
-            elif shared_Z is not None:
-                Z = shared_Z
-            else:
-                phi = make_projection(kind, q, d, random_state=st.projection, Y=Y, **options)
-                Z = check_targets(project_outputs(Y, phi), n, name="projected outputs")[0]
-            proj_time = time.perf_counter() - t0
             weight = self._tree_weights(n, st, sample_weight)
+            t0 = time.perf_counter()
+            Z = None
+            if kind is not None:
+                targets = shared if shared is not None else _SplitTargets(
+                    Y, Y_grow, make_projection(kind, q, d, random_state=st.projection, Y=Y, **options), n)
+                Z = targets.for_weights(weight)
+            proj_time = time.perf_counter() - t0
             tree = tree_cls(random_state=st.tree_seed, **tree_params)
             tree._fit_validated(X, Y_grow, Z, weight, y_one_d=one_d)
             if full_labels:
@@ -363,6 +368,57 @@ class _BaseProjectionForest(MultiOutputMixin, RegressorMixin, BaseEstimator):
         stores in place, so it costs nothing extra)."""
         self._check_fitted()
         return int(sum(int(t.model_bytes_) for t in self.estimators_))
+
+
+class _SplitTargets:
+    """The projected outputs ``Z = Y Φᵀ`` one projection gives the trees to split on, in the layout each tree grows
+    on fastest with the same result.
+
+    A random output subspace splits on the 0/1 pattern of its ``Φ`` (``split_projection``, without its common
+    scale). Of 0/1 labels with few per row, its ``Z`` is then a sparse 0/1 matrix, grown as CSR like the labels
+    themselves (``labels_for_growth``: the same tree to the bit, O(non-zeros) per sample move) and computed from
+    the labels' CSR copy (integer sums: the same numbers as the dense product, without it). A tree whose weights
+    could make the sparse criterion's sums inexact gets the dense ``Z``, built when first needed. Labels given as
+    a sparse matrix keep ``project_outputs``' layout, as before. Each layout is built once per projection."""
+
+    def __init__(self, Y, Y_grow, phi, n):
+        self._n = n
+        self._dense = self._csr = None
+        phi = split_projection(phi)
+        if sp.issparse(Y):                     # the caller's sparse labels: the product's own layout, always
+            self._dense = self._csr = self._checked(project_outputs(Y, phi))
+        elif sp.issparse(Y_grow) and sp.issparse(phi) and np.all(phi.data == 1):
+            Z = self._checked(project_outputs(Y_grow, phi))
+            if sp.issparse(Z):
+                self._csr = _csr_if_it_grows(Z)
+                if self._csr is None:
+                    self._dense = np.ascontiguousarray(Z.toarray())
+            else:
+                self._dense = Z
+        else:
+            self._dense = self._checked(project_outputs(Y, phi))
+            grown = labels_for_growth(self._dense)
+            self._csr = grown if grown is not self._dense else None
+
+    def _checked(self, Z):
+        return check_targets(Z, self._n, name="projected outputs")[0]
+
+    def for_weights(self, weight):
+        """``Z`` for a tree grown with these weights."""
+        if self._csr is not None and (self._csr is self._dense or label_sums_stay_exact(self._csr.shape, weight)):
+            return self._csr
+        if self._dense is None:
+            self._dense = np.ascontiguousarray(self._csr.toarray())
+        return self._dense
+
+
+def _csr_if_it_grows(Z):
+    """``Z`` (CSR, canonical) when it is a 0/1 matrix the kernel grows as CSR (``forestbench._label_layout``),
+    else ``None``."""
+    n, q = Z.shape
+    if not grows_sparse(q, Z.nnz / max(1, n * q)) or not np.all(Z.data == 1):
+        return None
+    return Z
 
 
 def _for_apply(X):

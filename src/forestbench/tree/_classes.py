@@ -298,6 +298,17 @@ def check_targets(y, n_samples, *, name="y"):
     return t, one_d
 
 
+def label_sums_stay_exact(shape, sample_weight=None):
+    """Whether every sum the criterion takes over a 0/1 matrix of ``shape`` (rows, outputs) grown with these
+    weights is an integer exact in float64, so that the sparse criterion adds to the same bits as the dense one:
+    the weights are integers (or ``None``) and outputs x (rows x the largest weight)^2 stays below 2^53 (a
+    forest's bootstrap counts sum to the rows)."""
+    if sample_weight is not None and not np.array_equal(sample_weight, np.floor(sample_weight)):
+        return False
+    weight_bound = shape[0] * (1.0 if sample_weight is None else float(np.max(sample_weight, initial=1.0)))
+    return shape[1] * weight_bound ** 2 <= 2.0 ** 53
+
+
 def labels_for_growth(Y, sample_weight=None):
     """``Y`` (validated by :func:`check_targets`) in the layout the kernel grows on fastest with the same result:
     a 0/1 label matrix with few labels per row as canonical CSR (:mod:`forestbench._label_layout`: the same trees
@@ -305,12 +316,7 @@ def labels_for_growth(Y, sample_weight=None):
     trees are grown with (``None``, or checked finite and non-negative); non-integer weights keep ``Y`` dense."""
     if sp.issparse(Y) or not _label_layout.grows_sparse(Y.shape[1], 0.0):
         return Y
-    if sample_weight is not None and not np.array_equal(sample_weight, np.floor(sample_weight)):
-        return Y
-    # every sum the criterion takes is then an integer of at most d x (n x the largest weight)^2 (a forest's
-    # bootstrap counts sum to n): exact in float64 below 2^53
-    weight_bound = Y.shape[0] * (1.0 if sample_weight is None else float(np.max(sample_weight, initial=1.0)))
-    if Y.shape[1] * weight_bound ** 2 > 2.0 ** 53:
+    if not label_sums_stay_exact(Y.shape, sample_weight):
         return Y
     nonzero = Y != 0
     if not _label_layout.grows_sparse(Y.shape[1], np.count_nonzero(nonzero) / Y.size) or not np.all(Y[nonzero] == 1):

@@ -410,7 +410,8 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
     (an upper bound); with an output projection the split search is charged for ``q`` outputs (``split_outputs``).
     ``label_density`` (the share of non-zero labels of a multi-label set, from the registry's ``labels_per_row``):
     a label matrix the trees grow as CSR (``forestbench._label_layout``) charges its leaves by their stored values
-    and the split search ``SPARSE_CRITERION_COST`` outputs per label of a row.
+    and the split search ``SPARSE_CRITERION_COST`` outputs per label of a row (of the q labels a random output
+    subspace keeps, when it projects them).
     """
     n_estimators = max(1, _positive_int(params.get("n_estimators")) or DEFAULT_N_ESTIMATORS)
     leaf = _positive_int(params.get("min_samples_leaf")) or 1
@@ -421,8 +422,12 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
     labels_per_row = None
     if label_density is not None and grows_sparse(d, label_density):
         labels_per_row = label_density * d
-        if not _projects(params):  # a projection's Z is dense (q = d too)
+        if not _projects(params):
             outputs = max(1, min(d, math.ceil(SPARSE_CRITERION_COST * labels_per_row)))
+        elif params.get("output_projection") == "subsample" and grows_sparse(outputs, label_density):
+            # a random output subspace of such labels splits on a 0/1 Z of q of them, grown as CSR
+            # (``forestbench.projections.split_projection``); every other projection's Z is dense (q = d too)
+            outputs = max(1, min(outputs, math.ceil(SPARSE_CRITERION_COST * label_density * outputs)))
     seconds = fit_seconds(n, p, outputs, n_estimators, max_features=k, sparse=sparse,
                           density=density, **caps) * (1.0 + PREDICT_FRACTION)
     if sparse and params.get("count_constant_features") is False:
