@@ -614,6 +614,28 @@ def test_dte_cost_of_a_label_set_grown_as_csr():
             get_method("deep_tree_ensemble").cost_of(500, 100, d, params)
 
 
+def test_our_forests_on_sparse_inputs_are_charged_every_candidate_feature():
+    """Oracle: our random forest measured on the real delicious (``benchmarks/forest_cost_probe.py``, 10 trees,
+    500 sparse word indicators, k up to every feature, original labels and Gaussian or subspace projections up to
+    q = d). The model charges each configuration at least its CPU time and at most 3.5x. Before, the stored values
+    per row capped k: k = 500 was charged as k = 22 (0.14-0.27x of its CPU, a first SLURM attempt killed for
+    time), and the dense projections were charged with scikit-learn's per-output cost (5.7x at q = 983)."""
+    from forestbench.datasets.registry import load_registry
+    from forestbench.workflow.methods import get_method
+
+    data = json.loads((Path(__file__).parent / "data" / "forest_sparse_inputs_measured_cpu.json").read_text())
+    entry = load_registry(REGISTRY)[data["dataset"]]
+    assert R.is_sparse_entry(entry)
+    labels = R.label_density(entry["shape"])
+    charged = {}
+    for row in data["rows"]:
+        cost = get_method("random_forest").cost_of(data["n_train"], data["p"], data["d"], row["params"],
+                                                   sparse=True, label_density=labels)
+        charged[row["config"]] = cost.fit_seconds
+        assert 1.0 <= cost.fit_seconds / row["cpu_s"] <= 3.5, (row["config"], cost.fit_seconds, row["cpu_s"])
+    assert charged["none:500"] > 5 * charged["none:22"]      # k decides the cost on sparse inputs too
+
+
 def test_dte_memory_requests_cover_the_archived_peaks():
     """The first attempt's memory request of every archived cascade and RF+ET baseline (``tests/data``: the peak
     resident memory of each fold's fit process, 229 rows of 44-2175 training rows) covers the largest peak of its

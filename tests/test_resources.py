@@ -242,10 +242,12 @@ def test_non_tree_costs_follow_their_complexity():
     forest = R.forest_cost(10_000, 100_000, 1, {}, sparse=True).fit_seconds
     for name in ("sklearn_sgd", "sklearn_linear_svc", "sklearn_ridge_classifier", "sklearn_knn"):
         assert cost(name).fit_seconds < forest / 10, name
-    # single trees are one tree, whatever n_estimators the forest default says
-    for name in ("sklearn_decision_tree", "decision_tree", "extra_tree"):
+    # single trees are one tree, whatever n_estimators the forest default says (ours with our kernel's constants)
+    assert get_method("sklearn_decision_tree").cost_of(1000, 10, 2, {}).fit_seconds == pytest.approx(
+        R.forest_cost(1000, 10, 2, {"n_estimators": 1}).fit_seconds)
+    for name in ("decision_tree", "extra_tree"):
         assert get_method(name).cost_of(1000, 10, 2, {}).fit_seconds == pytest.approx(
-            R.forest_cost(1000, 10, 2, {"n_estimators": 1}).fit_seconds)
+            R.forest_cost(1000, 10, 2, {"n_estimators": 1}, d_half=R.OUR_D_HALF).fit_seconds)
 
 
 def test_table_8_5_linear_requests_stay_within_a_day():
@@ -369,6 +371,10 @@ def test_our_rule_for_constant_features_is_charged_on_sparse_inputs_only():
                                     sparse=sparse).fit_seconds
         factor = R.SPARSE_CONSTANT_RULE_FACTOR if sparse else 1.0
         assert kernel_rule == pytest.approx(factor * sklearn_rule)
-    # scikit-learn's forests have no such parameter: their rule is the one C_FIT was measured with
+    # scikit-learn's forests have no such parameter: their rule is the one C_FIT was measured with (and their
+    # per-output cost D_HALF's, where ours is OUR_D_HALF's)
     assert get_method("sklearn_extra_trees").cost_of(2000, 500, 5, params, sparse=True).fit_seconds == \
-        pytest.approx(ours.cost_of(2000, 500, 5, {**params, "count_constant_features": True}, sparse=True).fit_seconds)
+        pytest.approx(R.forest_cost(2000, 500, 5, {**params, "count_constant_features": True}, sparse=True).fit_seconds)
+    assert ours.cost_of(2000, 500, 5, {**params, "count_constant_features": True}, sparse=True).fit_seconds == \
+        pytest.approx(R.forest_cost(2000, 500, 5, {**params, "count_constant_features": True}, sparse=True,
+                                    d_half=R.OUR_D_HALF).fit_seconds)

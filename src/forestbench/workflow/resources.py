@@ -25,7 +25,9 @@ Runtime model (seconds, one thread)::
 
 ``C_FIT`` and ``D_HALF`` were measured with scikit-learn's RandomForestRegressor (sort-based splitter, the slower
 of random forests and extra trees) on a 2-core machine: C = 0.9e-7 to 1.1e-7 s, and the cost grew from d=1 to
-d=64 as 1 + d/32.  Sparse inputs replace ``p`` by the number of stored values per row.  Prediction is charged as
+d=64 as 1 + d/32.  Sparse inputs replace ``k`` by the stored values per row it reaches, and add
+``SPARSE_NODE_FEATURE_S`` per candidate feature and node (each one drawn is scanned in the node).  Prediction is
+charged as
 ``PREDICT_FRACTION`` of the fit.  A depth or leaf cap (stumps, boosting) replaces ``log2 n`` by the capped number
 of levels; an output projection charges the split search for ``q`` outputs instead of ``d``.
 
@@ -57,6 +59,23 @@ D_HALF = 32.0
 #: 6.4 outputs per label, and 161 s with our rule (5.5 with SPARSE_CONSTANT_RULE_FACTOR); of corel5k (4 500 rows,
 #: 374 labels, 3.5 per row) 6.6 s, 2.7 per label
 SPARSE_CRITERION_COST = 6.0
+#: sparse inputs, seconds per (candidate feature x node x (1 + outputs / D_HALF)) per tree: what every feature drawn
+#: at a node costs besides the stored values it holds there (its values in the node found and scanned, even where
+#: few fall). The stored values alone (``stored_per_row``) cap k at a few features and charged every k alike: our
+#: random forest on the real delicious (12 920 rows, 500 word indicators at 3.7 %, scikit-learn's rule for
+#: constant features) took 0.35 / 1.21 / 5.6 s of CPU per tree at k = 22 / 100 / 500 on the labels and 0.10 / 0.88
+#: at k = 22 / 500 on 14 Gaussian projections, which the model charged 0.14-0.27x at k = 500; now 1.2-3.3x
+#: (tests/data/forest_sparse_inputs_measured_cpu.json). Per node, not per row: a stump of every feature costs three
+#: nodes' worth.
+SPARSE_NODE_FEATURE_S = 9e-8
+#: our kernel's split search (``forestbench.tree``), whose multi-output sweep batches its per-output sums: the
+#: outputs at which that work doubles a split's cost, and the dense outputs one stored label of a CSR label matrix
+#: costs as many (``SPARSE_CRITERION_COST`` scaled with it, so that the labels' charge stays where it was fitted).
+#: On the real delicious (tests/data/forest_sparse_inputs_measured_cpu.json) D_HALF charged 250 and 983 dense
+#: Gaussian projections 5.8x and 5.7x of their CPU (2.4x and 2.0x now), and over the 78 forests of Tables 5.1-5.2
+#: archived, the median charge goes 5.9x -> 4.8x with none newly below 0.9x (corel5k's q = d: 1.69x -> 0.94x)
+OUR_D_HALF = 96.0
+OUR_SPARSE_CRITERION_COST = SPARSE_CRITERION_COST * OUR_D_HALF / D_HALF
 #: our forests' rule for constant features (``count_constant_features: false``, k non-constant features scored per
 #: node) on sparse inputs, where most features are constant in a small node, against scikit-learn's rule, on which
 #: ``C_FIT`` was measured: Table 5.2's extra-trees (our rule) took 2.0-2.5x the fit time of Table 5.1's random
@@ -232,9 +251,11 @@ def fit_seconds(
     density: float | None = None,
     max_depth: int | None = None,
     max_leaf_nodes: int | None = None,
+    d_half: float = D_HALF,
 ) -> float:
     """Modelled single-thread wall time of fitting ``n_estimators`` trees (see the module docstring); a depth or
-    leaf cap replaces ``log2 n`` by the capped number of levels (``tree_levels``).
+    leaf cap replaces ``log2 n`` by the capped number of levels (``tree_levels``). ``d_half``: the outputs at which
+    the split search's per-output work doubles its cost (``D_HALF``; ``OUR_D_HALF`` for our kernel).
 
     ``max_features``: candidate features per split, as a count (int) or a fraction of ``p`` (float); None = all.
     """
@@ -243,14 +264,20 @@ def fit_seconds(
         raise ValueError(f"resources: n_estimators must be >= 1, got {n_estimators!r}")
     width = stored_per_row(p, sparse, density)
     if max_features is None:
-        k = width
+        k, drawn = width, float(p)
     elif isinstance(max_features, float):
         if not 0.0 < max_features <= 1.0:
             raise ValueError(f"resources: fractional max_features must be in (0, 1], got {max_features!r}")
-        k = max(1.0, max_features * width)
+        k, drawn = max(1.0, max_features * width), max(1.0, max_features * p)
     else:
         k = float(min(max(1, int(max_features)), width)) if width >= 1 else 1.0
-    return C_FIT * n_estimators * k * n * tree_levels(n, max_depth, max_leaf_nodes) * (1.0 + d / D_HALF)
+        drawn = float(min(max(1, int(max_features)), p))
+    per_output = 1.0 + d / d_half
+    seconds = C_FIT * n_estimators * k * n * tree_levels(n, max_depth, max_leaf_nodes) * per_output
+    if sparse:
+        seconds += (SPARSE_NODE_FEATURE_S * n_estimators * drawn * tree_nodes(n, 1, max_depth, max_leaf_nodes)
+                    * per_output)
+    return seconds
 
 
 def job_seconds(
@@ -402,7 +429,8 @@ class Cost:
 
 
 def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
-                density: float | None = None, label_density: float | None = None) -> Cost:
+                density: float | None = None, label_density: float | None = None, d_half: float = D_HALF,
+                label_cost: float = SPARSE_CRITERION_COST) -> Cost:
     """The cost hook of tree ensembles (the default of the method registry).
 
     ``n_estimators`` defaults to 100 (scikit-learn); ``max_features`` as scikit-learn reads it; ``min_samples_leaf``
@@ -423,13 +451,13 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
     if label_density is not None and grows_sparse(d, label_density):
         labels_per_row = label_density * d
         if not _projects(params):
-            outputs = max(1, min(d, math.ceil(SPARSE_CRITERION_COST * labels_per_row)))
+            outputs = max(1, min(d, math.ceil(label_cost * labels_per_row)))
         elif params.get("output_projection") == "subsample" and grows_sparse(outputs, label_density):
             # a random output subspace of such labels splits on a 0/1 Z of q of them, grown as CSR
             # (``forestbench.projections.split_projection``); every other projection's Z is dense (q = d too)
-            outputs = max(1, min(outputs, math.ceil(SPARSE_CRITERION_COST * label_density * outputs)))
+            outputs = max(1, min(outputs, math.ceil(label_cost * label_density * outputs)))
     seconds = fit_seconds(n, p, outputs, n_estimators, max_features=k, sparse=sparse,
-                          density=density, **caps) * (1.0 + PREDICT_FRACTION)
+                          density=density, d_half=d_half, **caps) * (1.0 + PREDICT_FRACTION)
     if sparse and params.get("count_constant_features") is False:
         seconds *= SPARSE_CONSTANT_RULE_FACTOR
     return Cost(seconds, forest_mb(n, d, n_estimators, 1, leaf, labels_per_row=labels_per_row, **caps))
