@@ -72,8 +72,9 @@ SPARSE_NODE_FEATURE_S = 9e-8
 #: outputs at which that work doubles a split's cost, and the dense outputs one stored label of a CSR label matrix
 #: costs as many (``SPARSE_CRITERION_COST`` scaled with it, so that the labels' charge stays where it was fitted).
 #: On the real delicious (tests/data/forest_sparse_inputs_measured_cpu.json) D_HALF charged 250 and 983 dense
-#: Gaussian projections 5.8x and 5.7x of their CPU (2.4x and 2.0x now), and over the 78 forests of Tables 5.1-5.2
-#: archived, the median charge goes 5.9x -> 4.8x with none newly below 0.9x (corel5k's q = d: 1.69x -> 0.94x)
+#: Gaussian projections 5.8x and 5.7x of their CPU (2.4x and 2.0x now); on corel5k (same probe, 10 trees, k = 22)
+#: the original labels, q = 1 and q = d = 374 are charged 3.3x, 7.4x and 3.3x. The archived forests of Tables
+#: 5.1-5.2 calibrate nothing here: most were grown by earlier, slower builds (corel5k's took 10x the probe's time)
 OUR_D_HALF = 96.0
 OUR_SPARSE_CRITERION_COST = SPARSE_CRITERION_COST * OUR_D_HALF / D_HALF
 #: our forests' rule for constant features (``count_constant_features: false``, k non-constant features scored per
