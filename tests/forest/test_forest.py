@@ -253,6 +253,8 @@ def _delicious_like(seed=0, n=600, p=40, d=120):
 @pytest.mark.parametrize("Forest", FORESTS)
 @pytest.mark.parametrize("params", [{}, dict(output_projection="gaussian", n_components=4),
                                     dict(output_projection="gaussian", n_components=4, projection_sharing="shared"),
+                                    dict(output_projection="achlioptas", n_components=40),
+                                    dict(output_projection="sparse", n_components=120, projection_sharing="shared"),
                                     dict(leaf_labels="full", bootstrap=True)])
 def test_dense_sparse_labels_grow_as_csr_with_identical_forests(Forest, params, monkeypatch):
     """A dense 0/1 label matrix with few non-zeros is grown with the sparse criterion (the fast path users get
