@@ -64,9 +64,9 @@ SPARSE_CRITERION_COST = 6.0
 #: few fall). The stored values alone (``stored_per_row``) cap k at a few features and charged every k alike: our
 #: random forest on the real delicious (12 920 rows, 500 word indicators at 3.7 %, scikit-learn's rule for
 #: constant features) took 0.35 / 1.21 / 5.6 s of CPU per tree at k = 22 / 100 / 500 on the labels and 0.10 / 0.88
-#: at k = 22 / 500 on 14 Gaussian projections, which the model charged 0.14-0.27x at k = 500; now 1.2-3.3x
-#: (tests/data/forest_sparse_inputs_measured_cpu.json). Per node, not per row: a stump of every feature costs three
-#: nodes' worth.
+#: at k = 22 / 500 on 14 Gaussian projections, which the model charged 0.14-0.27x at k = 500; with this term and
+#: ``OUR_D_HALF`` it charges the 14 configurations of tests/data/forest_sparse_inputs_measured_cpu.json 1.3-3.0x.
+#: Per node, not per row: a stump of every feature costs three nodes' worth.
 SPARSE_NODE_FEATURE_S = 9e-8
 #: our kernel's split search (``forestbench.tree``), whose multi-output sweep batches its per-output sums: the
 #: outputs at which that work doubles a split's cost, and the dense outputs one stored label of a CSR label matrix
