@@ -399,7 +399,8 @@ class _SplitTargets:
                 self._dense = Z
         else:
             self._dense = self._checked(project_outputs(Y, phi))
-            grown = labels_for_growth(self._dense)
+            # only a Φ of 0s and 1s can give a 0/1 Z: the others (Gaussian, Rademacher, ...) skip a scan of Z
+            grown = labels_for_growth(self._dense) if _zeros_and_ones(phi) else self._dense
             self._csr = grown if grown is not self._dense else None
 
     def _checked(self, Z):
@@ -412,6 +413,12 @@ class _SplitTargets:
         if self._dense is None:
             self._dense = np.ascontiguousarray(self._csr.toarray())
         return self._dense
+
+
+def _zeros_and_ones(phi):
+    """Whether every entry of the projection ``phi`` (dense or sparse) is 0 or 1."""
+    values = phi.data if sp.issparse(phi) else np.asarray(phi)
+    return bool(np.all((values == 0) | (values == 1)))
 
 
 def _csr_if_it_grows(Z):
