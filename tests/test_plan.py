@@ -617,9 +617,10 @@ def test_dte_cost_of_a_label_set_grown_as_csr():
 def test_our_forests_on_sparse_inputs_are_charged_every_candidate_feature():
     """Oracle: our random forest measured on the real delicious (``benchmarks/forest_cost_probe.py``, 10 trees,
     500 sparse word indicators, k up to every feature, original labels, Gaussian projections up to q = d and every
-    other family of Fig 5.4 at q = d). The model charges each configuration at least its CPU time and at most 3.5x. Before, the stored values
-    per row capped k: k = 500 was charged as k = 22 (0.14-0.27x of its CPU, a first SLURM attempt killed for
-    time), and the dense projections were charged with scikit-learn's per-output cost (5.7x at q = 983)."""
+    other family of Fig 5.4 at q = d). The model charges each configuration at least its CPU time and at most
+    3.5x. Before, the stored values per row capped k: k = 500 was charged as k = 22 (0.14-0.27x of its CPU, a first
+    SLURM attempt killed for time), and the dense projections were charged with scikit-learn's per-output cost (5.7x
+    at q = 983)."""
     from forestbench.datasets.registry import load_registry
     from forestbench.workflow.methods import get_method
 
