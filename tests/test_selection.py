@@ -1,6 +1,9 @@
 """Hyper-parameter selection: the right candidate, staged n_estimators, GridSearchCV agreement, bad input."""
 from __future__ import annotations
 
+import json
+import time
+
 import numpy as np
 import pytest
 from sklearn.ensemble import GradientBoostingRegressor
@@ -348,3 +351,77 @@ def test_a_grown_budgeted_grid_measures_and_scores_only_the_new_candidate(tmp_pa
     assert grown["reference_seconds"] == budget["reference_seconds"]
     assert {k: v for k, v in grown["caps"].items() if k in budget["caps"]} == budget["caps"]
     assert sum(d["reused"] for d in docs) == 2 and sum(len(d["results"]) for d in docs) == 3
+
+
+def test_the_variants_of_a_dataset_share_one_measured_reference_time(tmp_path, monkeypatch):
+    """The papers define T per problem: T is measured once per dataset, and every variant's caps are drawn against
+    it. The fake clock gives a different figure at every measurement (as a loaded machine does); the second
+    variant's budget job must reuse the first one's T, not measure its own, and measure its own candidates only."""
+    from forestbench.workflow import dag_selection
+    from forestbench.workflow.dag_selection import read_budget, run_budget
+
+    measured = []
+
+    def fake_seconds(make, params, X, Y, staged, probe_stages=10, repeats=3):
+        measured.append(dict(params))
+        return 1e-3 * len(measured)
+
+    monkeypatch.setattr(dag_selection, "seconds_per_stage", fake_seconds)
+    tune = {"grid": {"learning_rate": [0.1, 0.3]}, "staged": "n_estimators",
+            "budget": {"multiple": 7, "reference": {"method": "sklearn_gbrt", "params": {"max_depth": 1}}}}
+    prepared, split = _toy_files(tmp_path / "data", outputs=1)
+    budgets = {}
+    for variant, depth in (("stumps", 1), ("deeper", 3)):
+        spec = {**_spec("sklearn_gbrt", {"n_estimators": 50, "max_depth": depth}, tune, "dag"), "variant": variant}
+        out = tmp_path / "tuning" / "e" / "toy" / variant / "budget.json"
+        run_budget({**spec, "candidates": tuning.candidates(spec["tune"], 0)}, prepared, split, out)
+        budgets[variant] = read_budget(out)
+    assert budgets["stumps"]["reference_seconds"] == budgets["deeper"]["reference_seconds"] == 1e-3
+    assert len(measured) == 1 + 2 + 2  # one reference, each variant's two candidates
+    assert (tmp_path / "tuning" / "e" / "toy" / "budget-measurements").is_dir()
+
+
+def test_a_reference_time_stored_by_another_job_meanwhile_wins(tmp_path):
+    """Two budget jobs timing the same reference at once: the one that stores it second takes the stored figure, so
+    that both variants' caps use the same T."""
+    from forestbench.workflow.dag_selection import _key, _measured
+
+    what = {"reference": "stumps"}
+    folder = tmp_path / "budget-measurements"
+    path = folder / f"{_key(what)}.json"
+
+    def measure_while_another_job_stores():
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"fingerprint": _key(what), "seconds_per_stage": 0.002, "what": what}))
+        return 0.005
+
+    assert _measured(folder, what, measure_while_another_job_stores) == 0.002
+    assert json.loads(path.read_text())["seconds_per_stage"] == 0.002
+    assert _measured(folder, what, lambda: pytest.fail("a stored measurement is reused")) == 0.002
+    assert not [p for p in folder.iterdir() if p != path]  # no temporary file left
+
+
+def test_budget_timings_are_cpu_time_not_wall_time():
+    """A fit that waits (as one does when other jobs hold the cores) is charged only the work it does."""
+    from forestbench.workflow.selection import seconds_per_stage
+
+    class Waits:
+        def __init__(self, n_estimators):
+            self.n_estimators = n_estimators
+
+        def fit(self, X, Y):
+            time.sleep(0.02 * self.n_estimators)
+            return self
+
+    per_stage = seconds_per_stage(lambda p: Waits(**p), {}, None, None, "n_estimators", probe_stages=5, repeats=1)
+    assert per_stage < 0.002  # 0.02 s of wall per stage
+
+
+def test_write_json_if_absent_keeps_the_first_writer(tmp_path):
+    from forestbench._io import write_json_if_absent
+
+    path = tmp_path / "sub" / "m.json"
+    assert write_json_if_absent(path, {"a": 1}) is True
+    assert write_json_if_absent(path, {"a": 2}) is False
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert sorted(p.name for p in path.parent.iterdir()) == ["m.json"]

@@ -92,6 +92,29 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def write_json_if_absent(path: str | os.PathLike, obj: Any) -> bool:
+    """Write ``obj`` as ``write_json`` does, but only if ``path`` does not exist yet, in one atomic step: of two
+    processes writing the same path at once, exactly one succeeds (True) and the other finds the winner's complete
+    file in place (False). The file is written aside and hard-linked onto ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part" + path.suffix, dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        tmp_path.write_text(json.dumps(strict_json(obj), indent=2, sort_keys=True, default=_json_default,
+                                       allow_nan=False) + "\n", encoding="utf-8")
+        apply_umask(tmp_path)
+        try:
+            os.link(tmp_path, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+
+
 def write_text_if_changed(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` to ``path`` (atomically) only when the file does not already hold it, so that its
     modification time changes exactly when its content does (Snakemake reruns what depends on it); returns the

@@ -16,9 +16,13 @@ file that is not a complete result for its candidate is recomputed (and named on
 ``FORESTBENCH_RECOMPUTE_TUNING=1`` in the environment (the workflow sets it for ``--forcerun tune``,
 ``--forcerun budget`` and ``--forceall``) nothing stored is reused.
 
-The budget job stores its timings the same way, under ``budget-measurements/`` beside the budget file: the
-reference time T and each candidate's seconds per stage, keyed by the same kind of fingerprint. A grid that gains a
-candidate measures only that candidate; the other caps stay the same, and so do their stored candidates.
+The budget job stores its timings the same way, keyed by the same kind of fingerprint, under
+``budget-measurements/`` of the dataset's tuning folder (``results/tuning/<experiment>/<dataset>/``), which the
+budget jobs of all its variants share: the reference time T is measured once per dataset and split, and every
+variant's caps are drawn against that one T (the first budget job to store it wins; one that measured it meanwhile
+takes the stored figure). A grid that gains a candidate measures only that candidate; the other caps stay the same,
+and so do their stored candidates. Timings are CPU seconds of the process (the workflow runs budget jobs on one
+thread), so that what else runs on the machine does not move the caps.
 """
 from __future__ import annotations
 
@@ -32,11 +36,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from forestbench.workflow import tuning
-from forestbench._io import write_json
+from forestbench._io import write_json, write_json_if_absent
 from forestbench.errors import DataError
 from forestbench.workflow.methods import get_method, load_plugins
 from forestbench.workflow.records import code_versions
-from forestbench.workflow.selection import capped, choose, evaluate_candidate, seconds_per_stage, stage_cap, summary
+from forestbench.workflow.selection import (MEASURED_CLOCK, capped, choose, evaluate_candidate, seconds_per_stage,
+                                           stage_cap, summary)
 from forestbench.workflow.tuning import folds_of, recompute_requested  # noqa: F401 - folds_of used here and re-exported
 from forestbench.workflow.variants import RUN_PARAMETERS
 
@@ -156,23 +161,38 @@ def read_budget(path) -> dict:
 
 
 def _measured(folder: Path, what: dict, measure) -> float:
-    """Seconds per stage stored under ``folder`` for the fingerprint ``what``, else measured now and stored."""
+    """Seconds per stage stored under ``folder`` for the fingerprint ``what``, else measured now and stored. When
+    another process stored the same fingerprint while this one measured (two variants' budget jobs timing their
+    shared reference at once), its figure is returned instead of this one's, so that both use the same."""
     key = _key(what)
     path = folder / f"{key}.json"
-    doc = _stored(path, lambda d: None if isinstance(d, dict) and d.get("fingerprint") == key
-                  and _positive(d.get("seconds_per_stage")) else "it is not a measurement of this fingerprint")
+
+    def check(d):
+        return None if isinstance(d, dict) and d.get("fingerprint") == key and _positive(d.get("seconds_per_stage")) \
+            else "it is not a measurement of this fingerprint"
+
+    doc = _stored(path, check)
     if doc is not None:
         return float(doc["seconds_per_stage"])
     seconds = float(measure())
-    write_json(path, {"fingerprint": key, "seconds_per_stage": seconds, "what": what})
+    entry = {"fingerprint": key, "seconds_per_stage": seconds, "what": what}
+    if recompute_requested():
+        write_json(path, entry)  # a forced re-measurement replaces what is stored
+        return seconds
+    if not write_json_if_absent(path, entry):
+        doc = _stored(path, check)
+        if doc is not None:
+            return float(doc["seconds_per_stage"])
+        write_json(path, entry)
     return seconds
 
 
 def run_budget(spec: dict, prepared, split_file, out, cache_dir=None) -> dict:
     """Measure the reference time T (one stage of the reference method) and every candidate's seconds per stage
     on the training part of this split, and write each candidate's stage cap to ``out`` (the budget artifact).
-    Measurements are stored in ``cache_dir`` (default: ``budget-measurements/`` beside ``out``) and reused when
-    their fingerprint is the same, so a grown grid measures only its new candidates."""
+    Measurements are stored in ``cache_dir`` (default: ``budget-measurements/`` in the folder above ``out``'s, the
+    dataset's tuning folder shared by its variants) and reused when their fingerprint is the same, so that every
+    variant's caps use the same T and a grown grid measures only its new candidates."""
     load_plugins(spec.get("plugins"))
     tune = spec["tune"]
     method = get_method(spec["method"])
@@ -180,8 +200,8 @@ def run_budget(spec: dict, prepared, split_file, out, cache_dir=None) -> dict:
     staged = tune["staged"]
     reference = tune["budget"]["reference"]
     ref_method = get_method(reference["method"])
-    folder = Path(cache_dir) if cache_dir is not None else Path(out).parent / "budget-measurements"
-    common = _split_part(spec, train, data)
+    folder = Path(cache_dir) if cache_dir is not None else Path(out).parent.parent / "budget-measurements"
+    common = {**_split_part(spec, train, data), "clock": MEASURED_CLOCK}
     T = _measured(folder, {"reference": reference, "staged": staged, **common},
                   lambda: seconds_per_stage(lambda p: ref_method.build(p, spec.get("seed"), task), reference["params"],
                                             X, Y, staged, repeats=5))
