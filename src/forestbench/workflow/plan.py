@@ -341,12 +341,15 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
     budget = variant.tune.get("budget")
     if budget:
         # a budget caps every candidate's staged parameter so that its fit lasts at most `multiple` stages of the
-        # reference method (the budget job measures that time; here the reference's cost model gives it), and the
-        # refit of the selection runs at most as many stages
+        # reference method, and the refit of the selection runs at most as many stages. The budget job times T as
+        # a fit of PROBE_STAGES stages on the training part, divided by PROBE_STAGES; the reference's cost model
+        # is charged the same way (one stage alone would carry the whole presort: 2-7x a stage on the real sets)
+        from forestbench.workflow.selection import PROBE_STAGES
+
         reference = budget["reference"]
-        one_stage = get_method(reference["method"]).cost_of(
-            n_fit, p, d, {**reference["params"], variant.tune["staged"]: 1}, sparse=sparse)
-        cap = budget["multiple"] * one_stage.fit_seconds
+        probe = get_method(reference["method"]).cost_of(
+            n, p, d, {**reference["params"], variant.tune["staged"]: PROBE_STAGES}, sparse=sparse)
+        cap = budget["multiple"] * probe.fit_seconds / PROBE_STAGES
         capped = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
         final = res.Cost(min(final.fit_seconds, cap * n / n_fit), final.model_mb)
     # staged candidates also score their validation rows at every scored stage

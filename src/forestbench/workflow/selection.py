@@ -35,9 +35,12 @@ def _as_2d(Y):
 
 # the clock of the budgets' timings (stored in their fingerprints, so that a change of clock re-measures)
 MEASURED_CLOCK = "process_cpu"
+# stages of one timed fit: a budget's seconds per stage are a fit of this many stages divided by it
+PROBE_STAGES = 10
 
 
-def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int = 10, repeats: int = 3) -> float:
+def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int = PROBE_STAGES,
+                      repeats: int = 3) -> float:
     """Median seconds per stage of ``make(params)`` fitted with ``probe_stages`` stages on (X, Y), in CPU time of
     the process: the fit's own work, which other jobs on the machine do not inflate as they inflate wall time (a
     stump stage of gbmort on birds' training part: 4.1 ms of wall in a budget job beside two long fits and a test
