@@ -425,3 +425,22 @@ def test_write_json_if_absent_keeps_the_first_writer(tmp_path):
     assert write_json_if_absent(path, {"a": 2}) is False
     assert json.loads(path.read_text()) == {"a": 1}
     assert sorted(p.name for p in path.parent.iterdir()) == ["m.json"]
+
+
+def test_write_json_if_absent_without_hard_links(tmp_path, monkeypatch):
+    """On a file system that refuses hard links the first writer still wins when the writers come one after the
+    other, and no temporary file is left."""
+    import errno
+    import os
+
+    from forestbench._io import write_json_if_absent
+
+    def no_links(src, dst):
+        raise OSError(errno.EPERM, "hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_links)
+    path = tmp_path / "m.json"
+    assert write_json_if_absent(path, {"a": 1}) is True
+    assert write_json_if_absent(path, {"a": 2}) is False
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]

@@ -109,6 +109,11 @@ def write_json_if_absent(path: str | os.PathLike, obj: Any) -> bool:
             os.link(tmp_path, path)
         except FileExistsError:
             return False
+        except OSError:
+            # a file system without hard links: the same outcome, without the guarantee against a simultaneous writer
+            if path.exists():
+                return False
+            os.replace(tmp_path, path)
         return True
     finally:
         with contextlib.suppress(FileNotFoundError):
