@@ -102,8 +102,7 @@ def write_json_if_absent(path: str | os.PathLike, obj: Any) -> bool:
     os.close(fd)
     tmp_path = Path(tmp)
     try:
-        tmp_path.write_text(json.dumps(strict_json(obj), indent=2, sort_keys=True, default=_json_default,
-                                       allow_nan=False) + "\n", encoding="utf-8")
+        tmp_path.write_text(_json_text(obj), encoding="utf-8")
         apply_umask(tmp_path)
         try:
             os.link(tmp_path, path)
@@ -137,8 +136,12 @@ def write_text_if_changed(path: str | os.PathLike, text: str) -> Path:
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     """Strict JSON: NaN and infinities (which ``json`` would write as bare ``NaN``/``Infinity``, invalid for strict
     readers) become ``null``; whoever writes such a value records why next to it."""
-    write_text(path, json.dumps(strict_json(obj), indent=2, sort_keys=True, default=_json_default,
-                                allow_nan=False) + "\n")
+    write_text(path, _json_text(obj))
+
+
+def _json_text(obj: Any) -> str:
+    """The text ``write_json`` and ``write_json_if_absent`` write: strict, indented, keys sorted."""
+    return json.dumps(strict_json(obj), indent=2, sort_keys=True, default=_json_default, allow_nan=False) + "\n"
 
 
 def strict_json(obj: Any) -> Any:
