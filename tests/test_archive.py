@@ -284,6 +284,37 @@ def test_restore_leaves_out_records_the_configuration_now_runs_differently(setup
     assert not files["record-rf-0"].exists() and files["record-st-0"].exists() and files["selected-1"].exists()
 
 
+def test_a_metric_added_to_the_scores_refits_the_records_on_their_archived_tuning(setup):
+    """Scoring one more metric changes every record's specification (its ``metrics``) but not what its tuning
+    chose (the selection reads ``tune.metric``): restore leaves the records out and puts back the budget, chunks
+    and selections, and reconfigure removes the records alone, so only the fits run again."""
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    scored = tiny_config()
+    scored["experiments"]["tiny"]["metrics"] = ["macro_r2", "half_macro_r2"]
+    scored_plan = archive._plan(write_config(tmp / "scored.yaml", scored))
+    shutil.rmtree(results)
+    fake_data(tmp)
+    out, stale = archive.restore(tmp / "archive", results, scored_plan, data=tmp / "data")
+    assert sorted(stale) == [f"results/runs/tiny/linnerud/{v}/repeat-{r}.json" for v in ("rf", "st") for r in (0, 1)]
+    assert not any(files[f"record-{v}-{r}"].exists() for v in ("rf", "st") for r in (0, 1))
+    assert all(files[f"{kind}-{r}"].exists() for kind in ("selected", "chunk") for r in (0, 1))
+    # the tuning metric itself is no scoring-only change: the selections go with the records
+    retuned = tiny_config()
+    retuned["experiments"]["tiny"]["metrics"] = ["macro_r2", "half_macro_r2"]
+    retuned["experiments"]["tiny"]["methods"][1]["tune"] = {**TUNE, "metric": "half_macro_r2"}
+    shutil.rmtree(results)
+    archive.restore(tmp / "archive", results, archive._plan(write_config(tmp / "retuned.yaml", retuned)),
+                    data=tmp / "data")
+    assert not files["selected-0"].exists() and not files["chunk-0"].exists()
+    assert (results / "tuning/tiny/linnerud/st/candidates/abc.json").exists()    # candidates are always safe
+    out = archive.add(tmp / "empty", tmp / "archive", scored_plan, ["tiny"], reconfigure_changed=True)
+    root = tmp / "archive/tiny"
+    assert sorted(Path(p).relative_to(root).as_posix() for p in out.removed) == [
+        f"runs/linnerud/{v}/repeat-{r}.json.gz" for v in ("rf", "st") for r in (0, 1)]
+    assert (root / "tuning/linnerud/st/repeat-1/selected.json.gz").exists()
+
+
 def test_restore_names_records_whose_tuning_files_are_not_archived(setup):
     tmp, configfile, plan, results, files = setup
     (results / "tuning/tiny/linnerud/st/repeat-1/chunk-1.json").unlink()

@@ -3,7 +3,7 @@ import pytest
 from sklearn.metrics import r2_score
 
 from forestbench.metrics import (METRICS, UndefinedScore, arrmse, coverage_error, get_metric, label_ranking_loss, lrap,
-                                 macro_r2, score_all)
+                                 lrap_all_rows, macro_r2, score_all)
 from forestbench.errors import ConfigError
 
 # thesis section 2.4.3 worked example (rf_projections spec section 3)
@@ -53,6 +53,46 @@ def test_lrap_agrees_with_sklearn(d, tied):
     expected = label_ranking_average_precision_score(T, S)
     assert lrap(T, S) == pytest.approx(expected, rel=1e-12, abs=0)
     assert lrap(sp.csr_matrix(T), S) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("d", [2, 6, 79, 80, 150])
+@pytest.mark.parametrize("tied", [False, True])
+def test_lrap_all_rows_is_sklearns_score_with_label_less_rows(d, tied):
+    # scikit-learn's convention is the oracle: a row without a positive label scores 1, and the score is the mean
+    # over every row; on the rows with labels it is our row-dropping LRAP, so the two are an affine map of each other
+    from sklearn.metrics import label_ranking_average_precision_score
+
+    rng = np.random.default_rng(100 + d)
+    T = (rng.random((300, d)) < rng.uniform(0.05, 0.5)).astype(float)
+    T[:5] = 1.0
+    T[5:140] = 0.0                                   # 45 % label-less, as on birds
+    rest = T[140:]                                   # the other rows get a label each
+    rest[rest.sum(axis=1) == 0, 0] = 1.0
+    S = rng.random((300, d))
+    if tied:
+        S = np.round(S * 3) / 3
+    expected = label_ranking_average_precision_score(T, S)
+    assert lrap_all_rows(T, S) == pytest.approx(expected, rel=1e-12, abs=0)
+    e = np.mean(T.sum(axis=1) == 0)
+    assert lrap_all_rows(T, S) == pytest.approx((1 - e) * lrap(T, S) + e, rel=1e-12, abs=0)
+    assert lrap_all_rows(T, S) > lrap(T, S) + 0.05   # the readings differ by far on such rows
+    # without label-less rows the two readings agree
+    assert lrap_all_rows(T[140:], S[140:]) == pytest.approx(lrap(T[140:], S[140:]), rel=1e-12, abs=0)
+
+
+def test_lrap_all_rows_edge_cases():
+    from sklearn.metrics import label_ranking_average_precision_score
+
+    # no row with a label: every row scores 1 under this convention (scikit-learn's), where the dropping LRAP
+    # is undefined
+    zeros = np.zeros((3, 4))
+    assert lrap_all_rows(zeros, np.ones((3, 4))) == label_ranking_average_precision_score(zeros, np.ones((3, 4))) == 1
+    # a diverging model's scores on the rows that count leave it undefined, like the dropping LRAP
+    with pytest.raises(UndefinedScore, match="NaN or infinite"):
+        lrap_all_rows(np.array([[1.0, 0.0], [0.0, 0.0]]), np.array([[np.nan, 0.2], [0.1, 0.2]]))
+    with pytest.raises(ValueError, match="lrap_all_rows: y_true has shape"):
+        lrap_all_rows(np.ones((2, 3)), np.ones((2, 2)))
+    assert METRICS["lrap_all_rows"].higher_is_better
 
 
 @pytest.mark.parametrize("d", [1, 3, 12, 120])

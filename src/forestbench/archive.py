@@ -20,7 +20,8 @@ its scores and its provenance (package versions, commit, host): that, and ``expe
 * ``archive restore`` puts them back under ``results/``, with modification times ordered as the workflow made them
   (budget and candidates, chunks, selection, record) and newer than the prepared data, so that the next
   ``snakemake`` fits only what the archive lacks; a record whose specification differs from what the current
-  configuration would run is not restored (it is refitted);
+  configuration would run is not restored (it is refitted); when only its scored ``metrics`` differ, its budget,
+  chunks and selection are restored, so the refit skips the tuning (the selection reads ``tune.metric`` alone);
 * ``archive report`` rebuilds every archived experiment's tables and report, and the index, from the archive alone;
 * ``archive import`` keeps a scores table whose run records are gone (reports are rebuilt from it);
 * ``archive readme`` writes the reproduction summary table of ``README.md`` from the archive.
@@ -145,6 +146,17 @@ def _result_defining(spec: dict) -> dict:
 def _spec_difference(recorded: dict, current: dict) -> list[str]:
     recorded, current = _result_defining(recorded), _result_defining(current)
     return sorted(k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k))
+
+
+#: run-specification keys that decide only what a fit job scores, never what its tuning chose (a selection reads
+#: ``tune.metric``, which is part of ``tune``): a record differing in these alone is refitted on its tuning
+SCORING_ONLY_KEYS = frozenset({"metrics"})
+
+
+def _tuning_still_valid(spec: dict | None, difference: list[str]) -> bool:
+    """Whether the budget, chunks and selection of a record whose specification differs by ``difference`` from the
+    configuration's ``spec`` still hold for it."""
+    return spec is not None and set(difference) <= SCORING_ONLY_KEYS
 
 
 # ------------------------------------------------------------------------------------------- configuration side
@@ -297,7 +309,8 @@ def _chunk_results(results: Path, files: list[tuple[str, str]]) -> dict[tuple[st
 def reconfigure(archive: Path, plan, experiment: str) -> list[str]:
     """Make ``experiment``'s archive that of the configuration's new run-defining part: remove the archived records
     whose specification the configuration no longer gives, with the budgets, chunks and selections of their
-    (dataset, variant) (the tuning candidates are kept: their names hash everything that makes their scores), and
+    (dataset, variant) unless only the scored metrics changed (the tuning candidates are kept: their names hash
+    everything that makes their scores), and
     write the new ``experiment.json``. The records the configuration still gives stay (a changed method leaves the
     other methods' runs valid). Returns the removed files; git keeps them."""
     archive = Path(archive)
@@ -307,8 +320,10 @@ def reconfigure(archive: Path, plan, experiment: str) -> list[str]:
         _, _, dataset, variant, name = _results_name(arch.relative_to(archive).as_posix()).split("/")
         doc = _load_json(read_archived(arch), str(arch))
         spec = _job_spec(plan, experiment, dataset, variant, int(name.removeprefix("repeat-").removesuffix(".json")))
-        if spec is None or _spec_difference(doc.get("spec", {}), spec):
-            stale_pairs.add((dataset, variant))
+        difference = [] if spec is None else _spec_difference(doc.get("spec", {}), spec)
+        if spec is None or difference:
+            if not _tuning_still_valid(spec, difference):
+                stale_pairs.add((dataset, variant))
             arch.unlink()
             removed.append(str(arch))
     for arch in sorted((root / "tuning").glob("*/*/**/*.json.gz")):
@@ -443,7 +458,7 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
         for arel in files:
             rel = _results_name(arel)
             by_kind[_kind_of(rel)].append((rel, read_archived(archive / arel)))
-        current_runs: set[tuple[str, str, str]] = set()      # (dataset, variant, repeat) restored
+        current_runs: set[tuple[str, str, str]] = set()      # (dataset, variant, repeat) whose tuning holds
         for rel, raw in by_kind["record"]:
             _, _, dataset, variant, name = rel.split("/")
             if datasets and dataset not in datasets:
@@ -451,8 +466,11 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
             repeat = int(name.removeprefix("repeat-").removesuffix(".json"))
             doc = _load_json(raw, str(archive / _archived_name(rel)))
             spec = _job_spec(plan, experiment, dataset, variant, repeat)
-            if spec is None or _spec_difference(doc.get("spec", {}), spec):
+            difference = [] if spec is None else _spec_difference(doc.get("spec", {}), spec)
+            if spec is None or difference:
                 stale.append(f"results/{rel}")
+                if _tuning_still_valid(spec, difference):
+                    current_runs.add((dataset, variant, f"repeat-{repeat}"))
                 continue
             current_runs.add((dataset, variant, f"repeat-{repeat}"))
             chosen.append((experiment, rel, raw, KINDS["record"][1]))
@@ -779,7 +797,8 @@ def summary_rows(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
             others.append(name + ("" if cfg is not None else " (not in the configuration)"))
             continue
         n_records, comps = comparisons(name)
-        source = f"{n_records} run records" if n_records else "imported scores table"
+        source = (f"{n_records} run records" if n_records
+                  else "imported scores table" if (archive / name / IMPORTED).is_dir() else "no run records yet")
         for j, (ref_cfg, comp) in enumerate(comps):
             where = f"experiments.{name}.reference" + (f"[{j}]" if len(refs) > 1 else "")
             status = comp.frame["status"]
