@@ -70,3 +70,30 @@ def test_tolerances_and_bad_entries(tmp_path):
         _report(tmp_path, csv, [{"curve": "rf-pertree-q"}])
     with pytest.raises(ConfigError, match="factor >= 1"):
         _report(tmp_path, csv, [{"curve": "rf-pertree-q", "baseline": "rf"}], factor=0.5)
+
+
+def test_a_deterministic_baseline_is_matched_within_the_points_own_spread(tmp_path):
+    """A tree without bootstrap scores the same on every repeat (std 0): under ``band: combined`` a point matches
+    within its own repeats' std, under ``band: baseline`` only an exact mean would."""
+    rows = []
+    base = {"experiment": "fig", "dataset": "delicious", "metric": "lrap", "step": np.nan, "higher_is_better": True,
+            "fit_wall_s": 1.0, "fit_cpu_s": 1.0, "method": "tree"}
+    for repeat in range(3):
+        rows.append({**base, "variant": "tree", "repeat": repeat, "seed": repeat, "value": 0.2035,
+                     "param.n_components": np.nan})
+    # q = 10: mean 0.19, std 0.001 (far); q = 75 and 100: mean 0.2025, std 0.0015 (within their own std)
+    for q, values in {10: [0.189, 0.19, 0.191], 75: [0.201, 0.2025, 0.204], 100: [0.201, 0.2025, 0.204]}.items():
+        for repeat, v in enumerate(values):
+            rows.append({**base, "variant": f"tree-gaussian-q{q}", "repeat": repeat, "seed": repeat, "value": v,
+                         "param.n_components": q})
+    csv = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    matches = [{"curve": "tree-gaussian-q", "baseline": "tree", "claimed": 200}]
+    got = _report(tmp_path, csv, matches)
+    assert got["baseline std"].tolist() == [0.0]
+    assert got["matches from"].tolist() == [75] and got["verdict"].tolist() == ["differs"]
+    assert "sqrt(baseline std^2 + the point's std^2)" in (tmp_path / "out" / "report.md").read_text()
+    alone = _report(tmp_path, csv, matches, band="baseline")
+    assert alone["verdict"].tolist() == ["never matches"]
+    with pytest.raises(ConfigError, match="band must be one of combined, baseline"):
+        _report(tmp_path, csv, matches, band="curve")

@@ -198,6 +198,10 @@ def _placed(sec: Section, rows: pd.DataFrame, x: str) -> pd.DataFrame:
     return rows[rows[x].notna()]
 
 
+#: how a sweep's ``matches`` measure a point's distance to its baseline (see :func:`_sweep`)
+SWEEP_BANDS = ("combined", "baseline")
+
+
 @report_kind("sweep")
 def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
     """``metric``, ``x`` (a ``param.<name>`` column), ``hue`` (default ``variant_group``: the method plus its
@@ -207,9 +211,12 @@ def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
     ``matches: [{curve, baseline, claimed}]`` adds a table of the ``x`` from which each curve matches its baseline,
     beside the value a text claims: ``curve`` is the prefix of the curve's variant names (``tree-gaussian-q``),
     ``baseline`` a variant without ``x`` (``tree``). A point matches when its mean over repeats is within
-    ``tolerance_std`` (default 1) standard deviations of the baseline's repeats, or within ``tolerance_abs``
-    (default 0) of the baseline's mean; the curve matches from the smallest ``x`` whose point and every larger one
-    match. The claim agrees when that ``x`` is within a factor ``factor`` (default 2) of ``claimed``."""
+    ``tolerance_std`` (default 1) standard deviations of the baseline's mean, or within ``tolerance_abs`` (default
+    0) of it; the curve matches from the smallest ``x`` whose point and every larger one match. The claim agrees
+    when that ``x`` is within a factor ``factor`` (default 2) of ``claimed``. The standard deviation is
+    ``band: combined`` (default) sqrt(s_b^2 + s_x^2), of the baseline's repeats and the point's, the spread of the
+    difference of one repeat of each, so a deterministic baseline (a tree without bootstrap) still has a band; or
+    ``band: baseline``, s_b alone."""
     metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
     hue = spec.get("hue", "variant_group")
     sec = Section("sweep", f"{metric} against {x.removeprefix('param.')}")
@@ -228,8 +235,11 @@ def _sweep_matches(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.D
     where = "sweep report matches"
     tol_std, tol_abs = float(spec.get("tolerance_std", 1.0)), float(spec.get("tolerance_abs", 0.0))
     factor = float(spec.get("factor", 2.0))
+    band = str(spec.get("band", "combined"))
     if tol_std < 0 or tol_abs < 0 or factor < 1:
         raise ConfigError(f"{where}: tolerance_std and tolerance_abs must be >= 0 and factor >= 1")
+    if band not in SWEEP_BANDS:
+        raise ConfigError(f"{where}: band must be one of {', '.join(SWEEP_BANDS)}, got {band!r}")
     out = []
     for item in spec["matches"]:
         if not isinstance(item, dict) or not {"curve", "baseline"} <= set(item):
@@ -245,9 +255,11 @@ def _sweep_matches(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.D
                    "baseline mean": np.nan, "baseline std": np.nan, "points": 0, "matches from": None,
                    "verdict": "not run"}
             if not base.empty and not points.empty:
-                mean = points.assign(**{x: pd.to_numeric(points[x])}).groupby(x)["value"].mean().sort_index()
+                by_x = points.assign(**{x: pd.to_numeric(points[x])}).groupby(x)["value"]
+                mean, spread = by_x.mean().sort_index(), by_x.std(ddof=1).sort_index().fillna(0.0)
                 b_mean, b_std = float(base.mean()), float(base.std(ddof=1)) if len(base) > 1 else 0.0
-                close = (mean - b_mean).abs() <= max(tol_std * b_std, tol_abs)
+                std = np.sqrt(b_std ** 2 + spread ** 2) if band == "combined" else b_std
+                close = (mean - b_mean).abs() <= np.maximum(tol_std * std, tol_abs)
                 # the smallest x from which every point matches (None when the largest does not)
                 tail = close[::-1].cummin()[::-1]
                 first = tail[tail].index.min() if tail.any() else None
@@ -267,8 +279,9 @@ def _sweep_matches(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.D
                       "matches Markdown": ctx.write(base_path.with_suffix(".md"), table.to_markdown(index=False))})
     sec.html += table.to_html(index=False, escape=True)
     sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
+    what = "sqrt(baseline std^2 + the point's std^2)" if band == "combined" else "std of its baseline's repeats"
     sec.notes.append(f"matches: the {x.removeprefix('param.')} from which each curve's mean {metric} stays within "
-                     f"{tol_std:g} std of its baseline's repeats" + (f" (or {tol_abs:g})" if tol_abs else "")
+                     f"{tol_std:g} x {what}" + (f" (or {tol_abs:g})" if tol_abs else "")
                      + f", beside the claimed value (agrees within a factor {factor:g})")
 
 
