@@ -241,6 +241,31 @@ def test_timing_report_puts_ratios_beside_the_published_times(tmp_path):
         build_experiment_report(scores_csv, "table_5_1", cfg, REFERENCE_DIR, tmp_path / "out2")
 
 
+def test_timing_report_takes_a_published_speed_up_without_its_seconds(tmp_path):
+    """A text that states only a ratio (the boosting paper's "about 7x faster at q = 20") gives it as
+    ``published_ratios``: the table shows ours beside it, and no published seconds."""
+    import copy
+
+    from report_fixtures import make_scores
+    scores_csv = tmp_path / "scores.csv"
+    scores = make_scores()
+    scores.loc[scores["variant"] == "rf", "param.n_components"] = np.nan
+    scores.to_csv(scores_csv, index=False)
+    cfg = copy.deepcopy(EXPERIMENT_CFG)
+    cfg["reports"] = [{"kind": "timing", "x": "param.n_components", "time": "fit_cpu_s", "baseline": "rf",
+                       "published_ratios": {"rf-gaussian-q1": 7.0}}]
+    build_experiment_report(scores_csv, "table_5_1", cfg, REFERENCE_DIR, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| rf | 18 | 2 | 1 |  | 1 |" in md
+    assert "| rf-gaussian-q1 | 15 | 0.5 | 4 |  | 7 |" in md
+    for bad, match in [({"published_ratios": {"rf": 2.0}}, "baseline variant that is not one of its keys"),
+                       ({"published_ratios": {"rf-gaussian-q1": -1}}, "positive ratios"),
+                       ({"published": {"rf": 1.0}, "published_ratios": {"rf-gaussian-q1": 7.0}}, "not both")]:
+        cfg["reports"] = [{"kind": "timing", "x": "param.n_components", "baseline": "rf", **bad}]
+        with pytest.raises(ConfigError, match=match):
+            build_experiment_report(scores_csv, "table_5_1", cfg, REFERENCE_DIR, tmp_path / "out3")
+
+
 def test_cd_diagram_leaves_out_a_dataset_whose_cell_is_under_way(tmp_path):
     """A cell with fewer repeats than the others (a run under way) is not ranked on its partial mean: its dataset
     leaves the diagram, and the note names the cell with its count."""

@@ -290,7 +290,8 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
     """``x``, ``time`` (``fit_wall_s`` | ``fit_cpu_s`` | ``predict_wall_s`` | ``predict_cpu_s``), ``hue``; log time
     axis (log x when numeric and spanning more than a decade). ``published: {variant: seconds}`` with ``baseline``
     (a variant) adds a table of the median times and of the ratios baseline / variant beside the published ones,
-    since ratios, unlike seconds, carry over between machines."""
+    since ratios, unlike seconds, carry over between machines; ``published_ratios: {variant: ratio}`` gives the
+    published ratios baseline / variant directly, for a text that states a speed-up without its seconds."""
     x = str(_require(spec, "x", "timing report"))
     time = str(spec.get("time", "fit_wall_s"))
     if time not in TIME_COLUMNS:
@@ -307,7 +308,8 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
             if col not in rows.columns:
                 raise ConfigError(f"timing report: column {col!r} is not in the scores table of {ctx.experiment}")
         rows = rows[rows[time].notna() & (rows[time] > 0)]
-    if spec.get("published"):  # every timed variant, the baseline too, which may have no place on the x axis
+    if spec.get("published") or spec.get("published_ratios"):  # every timed variant, the baseline too, which
+        # may have no place on the x axis
         _published_times(sec, rows, spec, time)
     if not rows.empty:
         rows = _placed(sec, rows, x)
@@ -316,22 +318,35 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
 
 
 def _published_times(sec: Section, rows: pd.DataFrame, spec: dict, time: str) -> None:
-    published, baseline = spec["published"], spec.get("baseline")
-    if not isinstance(published, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in published.values()):
-        raise ConfigError(f"timing report: published must map variants to positive seconds, got {published!r}")
-    if baseline not in published:
-        raise ConfigError(f"timing report: baseline {baseline!r} must be one of the published variants "
-                          f"({', '.join(published)})")
+    baseline = spec.get("baseline")
+    if spec.get("published") and spec.get("published_ratios"):
+        raise ConfigError("timing report: give published (seconds) or published_ratios, not both")
+    key = "published" if spec.get("published") else "published_ratios"
+    given = spec[key]
+    if not isinstance(given, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in given.values()):
+        raise ConfigError(f"timing report: {key} must map variants to positive "
+                          f"{'seconds' if key == 'published' else 'ratios'}, got {given!r}")
+    if key == "published":
+        if baseline not in given:
+            raise ConfigError(f"timing report: baseline {baseline!r} must be one of the published variants "
+                              f"({', '.join(given)})")
+        published = {variant: (seconds, given[baseline] / seconds) for variant, seconds in given.items()}
+    else:
+        if not baseline or baseline in given:
+            raise ConfigError(f"timing report: published_ratios needs a baseline variant that is not one of its "
+                              f"keys (the ratios are baseline / variant), got {baseline!r}")
+        published = {baseline: (None, 1.0), **{variant: (None, ratio) for variant, ratio in given.items()}}
     medians = rows.groupby("variant")[time].median() if not rows.empty else pd.Series(dtype=float)
     runs = rows.groupby("variant").size() if not rows.empty else pd.Series(dtype=int)
     ours_base = medians.get(baseline)
     lines = [f"| variant | fits | ours, median {time} | ours, {baseline} / variant | published s | "
              f"published, {baseline} / variant |", "|---|---|---|---|---|---|"]
-    for variant, seconds in published.items():
+    for variant, (seconds, published_ratio) in published.items():
         ours = medians.get(variant)
         ratio = ours_base / ours if ours is not None and ours_base is not None and ours > 0 else None
         lines.append(f"| {variant} | {int(runs.get(variant, 0))} | {_fmt(ours) or 'not run'} | {_fmt(ratio)} | "
-                     f"{_fmt(seconds, '.4g')} | {_fmt(published[baseline] / seconds)} |")
+                     f"{_fmt(seconds, '.4g')} | {_fmt(published_ratio)} |")
         sec.data[f"ratio_{variant}"] = None if ratio is None else float(ratio)
     sec.markdown = (f"Median {time} per variant beside the published times; the ratios divide {baseline}'s time "
                     "by each variant's (above 1: the variant is faster).\n\n" + "\n".join(lines))
