@@ -35,6 +35,19 @@ def test_lrap_ties_count_against():
     assert lrap(np.array([[1, 0, 0, 1]]), np.zeros((1, 4))) == pytest.approx(0.5)
 
 
+def _labels_and_scores(d, tied, seed, top, label_less):
+    """300 rows of random 0/1 labels (rows 0-4 with every label, the next ``label_less`` rows without any, every
+    other row with at least one) and scores, rounded to thirds when ``tied``."""
+    rng = np.random.default_rng(seed)
+    T = (rng.random((300, d)) < rng.uniform(0.05, top)).astype(float)
+    T[:5] = 1.0
+    T[5:5 + label_less] = 0.0
+    rest = T[5 + label_less:]
+    rest[rest.sum(axis=1) == 0, 0] = 1.0
+    S = rng.random((300, d))
+    return T, (np.round(S * 3) / 3 if tied else S)
+
+
 @pytest.mark.parametrize("d", [1, 2, 6, 40, 79, 80, 150])
 @pytest.mark.parametrize("tied", [False, True])
 def test_lrap_agrees_with_sklearn(d, tied):
@@ -43,13 +56,7 @@ def test_lrap_agrees_with_sklearn(d, tied):
     import scipy.sparse as sp
     from sklearn.metrics import label_ranking_average_precision_score
 
-    rng = np.random.default_rng(d)
-    T = (rng.random((300, d)) < rng.uniform(0.05, 0.9)).astype(float)
-    T[:5] = 1.0
-    T[T.sum(axis=1) == 0, 0] = 1.0
-    S = rng.random((300, d))
-    if tied:
-        S = np.round(S * 3) / 3
+    T, S = _labels_and_scores(d, tied, seed=d, top=0.9, label_less=0)
     expected = label_ranking_average_precision_score(T, S)
     assert lrap(T, S) == pytest.approx(expected, rel=1e-12, abs=0)
     assert lrap(sp.csr_matrix(T), S) == pytest.approx(expected, rel=1e-12, abs=0)
@@ -62,15 +69,7 @@ def test_lrap_all_rows_is_sklearns_score_with_label_less_rows(d, tied):
     # over every row; on the rows with labels it is our row-dropping LRAP, so the two are an affine map of each other
     from sklearn.metrics import label_ranking_average_precision_score
 
-    rng = np.random.default_rng(100 + d)
-    T = (rng.random((300, d)) < rng.uniform(0.05, 0.5)).astype(float)
-    T[:5] = 1.0
-    T[5:140] = 0.0                                   # 45 % label-less, as on birds
-    rest = T[140:]                                   # the other rows get a label each
-    rest[rest.sum(axis=1) == 0, 0] = 1.0
-    S = rng.random((300, d))
-    if tied:
-        S = np.round(S * 3) / 3
+    T, S = _labels_and_scores(d, tied, seed=100 + d, top=0.5, label_less=135)   # 45 % label-less, as on birds
     expected = label_ranking_average_precision_score(T, S)
     assert lrap_all_rows(T, S) == pytest.approx(expected, rel=1e-12, abs=0)
     e = np.mean(T.sum(axis=1) == 0)
