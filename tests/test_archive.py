@@ -290,6 +290,7 @@ def test_a_metric_added_to_the_scores_refits_the_records_on_their_archived_tunin
     and selections, and reconfigure removes the records alone, so only the fits run again."""
     tmp, configfile, plan, results, files = setup
     archive.add(results, tmp / "archive", plan)
+    old_record = files["record-st-0"].read_bytes()
     scored = tiny_config()
     scored["experiments"]["tiny"]["metrics"] = ["macro_r2", "half_macro_r2"]
     scored_plan = archive._plan(write_config(tmp / "scored.yaml", scored))
@@ -313,6 +314,9 @@ def test_a_metric_added_to_the_scores_refits_the_records_on_their_archived_tunin
     assert sorted(Path(p).relative_to(root).as_posix() for p in out.removed) == [
         f"runs/linnerud/{v}/repeat-{r}.json.gz" for v in ("rf", "st") for r in (0, 1)]
     assert (root / "tuning/linnerud/st/repeat-1/selected.json.gz").exists()
+    # a record of the old scoring left in a results folder is refused with what to do about it
+    with pytest.raises(DataError, match="scored with other metrics .* differs in metrics.*refits it on its tuning"):
+        archive._check_file("record", "runs/tiny/linnerud/st/repeat-0.json", old_record, scored_plan, "tiny")
 
 
 def test_restore_names_records_whose_tuning_files_are_not_archived(setup):

@@ -224,6 +224,9 @@ def _check_file(kind: str, rel: str, data: bytes, plan, experiment: str) -> None
         if current is None:
             raise DataError(f"{where}: {plan.source} has no job {experiment}/{dataset}/{variant}")
         diff = _spec_difference(doc["spec"], current)
+        if diff and _tuning_still_valid(current, diff):
+            raise DataError(f"{where}: scored with other metrics than {plan.source} asks for (its spec differs in "
+                            f"{', '.join(diff)}); snakemake refits it on its tuning, then archive the refit")
         if diff:
             raise DataError(f"{where}: produced by another configuration than {plan.source} (its spec differs in "
                             f"{', '.join(diff)}); archive it with the configuration it was run with")
