@@ -313,9 +313,8 @@ def reconfigure(archive: Path, plan, experiment: str) -> list[str]:
     """Make ``experiment``'s archive that of the configuration's new run-defining part: remove the archived records
     whose specification the configuration no longer gives, with the budgets, chunks and selections of their
     (dataset, variant) unless only the scored metrics changed (the tuning candidates are kept: their names hash
-    everything that makes their scores), and
-    write the new ``experiment.json``. The records the configuration still gives stay (a changed method leaves the
-    other methods' runs valid). Returns the removed files; git keeps them."""
+    everything that makes their scores), and write the new ``experiment.json``. The records the configuration still
+    gives stay (a changed method leaves the other methods' runs valid). Returns the removed files; git keeps them."""
     archive = Path(archive)
     root = archive / experiment
     removed, stale_pairs = [], set()

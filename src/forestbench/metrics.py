@@ -56,7 +56,7 @@ def lrap(Y_true, Y_score) -> float:
 
 def lrap_all_rows(Y_true, Y_score) -> float:
     """LRAP over every row, a row without a positive label scoring 1: scikit-learn's convention, which the
-    boosting paper's published LRAP follows (D14; birds, whose rows are 46 % label-less, shows it).
+    boosting paper's published LRAP follows (config/README.md, Metrics: birds, 46 % label-less rows, shows it).
 
     On one set of rows the two readings are an increasing affine map of each other,
     ``lrap_all_rows = (1 - e) * lrap + e`` with ``e`` the share of label-less rows, so a selection on a fixed

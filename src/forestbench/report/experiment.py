@@ -308,8 +308,8 @@ def _timing(ctx: Context, spec: dict, slug: str) -> Section:
             if col not in rows.columns:
                 raise ConfigError(f"timing report: column {col!r} is not in the scores table of {ctx.experiment}")
         rows = rows[rows[time].notna() & (rows[time] > 0)]
-    if spec.get("published") or spec.get("published_ratios"):  # every timed variant, the baseline too, which
-        # may have no place on the x axis
+    # every timed variant, the baseline too, which may have no place on the x axis
+    if spec.get("published") or spec.get("published_ratios"):
         _published_times(sec, rows, spec, time)
     if not rows.empty:
         rows = _placed(sec, rows, x)
