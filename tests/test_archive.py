@@ -319,6 +319,47 @@ def test_a_metric_added_to_the_scores_refits_the_records_on_their_archived_tunin
         archive._check_file("record", "runs/tiny/linnerud/st/repeat-0.json", old_record, scored_plan, "tiny")
 
 
+def test_a_method_revision_refits_the_records_and_their_tuning_on_the_archived_budget(setup, monkeypatch):
+    """A fix that changes a method's results for some parameters (its ``revision``) enters the specification of the
+    jobs whose parameters or candidates it names, and the experiment's snapshot: the archive is no longer the
+    configuration's, restore leaves the records, chunks and selections of those jobs out but puts back their budget
+    (it times the fits), and reconfigure removes the same files; the other methods' runs stay."""
+    from dataclasses import replace
+
+    from forestbench.workflow import methods
+    from forestbench.workflow.experiments import Job
+
+    tmp, configfile, plan, results, files = setup
+    write_json(results / "tuning/tiny/linnerud/st/budget.json", {"caps": {"x": {"n_stages_max": 3}}})
+    archive.add(results, tmp / "archive", plan)
+    old_record = files["record-st-0"].read_bytes()
+    monkeypatch.setitem(methods.METHODS, "st_gbrt", replace(
+        methods.METHODS["st_gbrt"], revision=lambda p: "fix-1" if p.get("learning_rate") == 0.5 else None))
+    revised = archive._plan(configfile)
+    assert revised.run_spec(Job("tiny", "linnerud", "st", 0))["revisions"] == ["fix-1"]  # a candidate has it
+    assert "revisions" not in revised.run_spec(Job("tiny", "linnerud", "rf", 0))
+    with pytest.raises(ConfigError, match="a method revision changed since"):
+        archive.check_current(tmp / "archive", configfile)
+    shutil.rmtree(results)
+    fake_data(tmp)
+    out, stale = archive.restore(tmp / "archive", results, revised, data=tmp / "data")
+    assert sorted(stale) == [f"results/runs/tiny/linnerud/st/repeat-{r}.json" for r in (0, 1)]
+    assert all(files[f"record-rf-{r}"].exists() for r in (0, 1))
+    assert not any(files[f"{kind}-{r}"].exists() for kind in ("record-st", "selected", "chunk") for r in (0, 1))
+    assert (results / "tuning/tiny/linnerud/st/budget.json").exists()
+    with pytest.raises(DataError, match=r"fitted before a revision of its method \(fix-1; .*differs in revisions"):
+        archive._check_file("record", "runs/tiny/linnerud/st/repeat-0.json", old_record, revised, "tiny")
+    out = archive.add(tmp / "empty", tmp / "archive", revised, ["tiny"], reconfigure_changed=True)
+    root = tmp / "archive/tiny"
+    assert sorted(Path(p).relative_to(root).as_posix() for p in out.removed) == sorted(
+        [f"runs/linnerud/st/repeat-{r}.json.gz" for r in (0, 1)]
+        + [f"tuning/linnerud/st/repeat-{r}/{name}" for r in (0, 1) for name in ("chunk-0.json.gz", "chunk-1.json.gz",
+                                                                                "selected.json.gz")])
+    assert (root / "tuning/linnerud/st/budget.json.gz").exists()
+    assert json.loads((root / SNAPSHOT_NAME).read_text())["revisions"] == {"st": ["fix-1"]}
+    archive.check_current(tmp / "archive", configfile)
+
+
 def test_restore_names_records_whose_tuning_files_are_not_archived(setup):
     tmp, configfile, plan, results, files = setup
     (results / "tuning/tiny/linnerud/st/repeat-1/chunk-1.json").unlink()

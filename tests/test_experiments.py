@@ -282,3 +282,37 @@ def test_a_report_metric_the_experiment_does_not_score_is_refused(repo_root, mon
     # run-info columns and scored metrics are fine
     assert Plan(_config(reports=[{"kind": "table", "metric": "extra.n_nodes"},
                                  {"kind": "cd_diagram", "metric": "lrap"}])).jobs()
+
+
+def test_logistic_boosting_jobs_carry_the_step_bound_revision():
+    """The bounded logistic line search changed logistic fits: every job of a variant whose parameters or tuning
+    candidates use the logistic loss names the revision in its specification; square-loss jobs do not, so their
+    archived results stay valid."""
+    from forestbench.workflow.experiments import Job
+
+    plan = load_plan(["config/thesis.yaml"])
+    tuned = plan.run_spec(Job("table_6_5", "medical", "gbmort", 0))       # grid loss: square and logistic
+    assert tuned["revisions"] == ["logistic-step-bound"]
+    assert "revisions" not in plan.run_spec(Job("table_6_5", "medical", "br_rf", 0))
+    assert "revisions" not in plan.run_spec(Job("table_6_8", "atp7d", "gbmort", 0))     # square loss only
+
+
+def test_stored_candidates_of_a_revision_are_keyed_by_it():
+    """A stored tuning candidate that a method revision names gets a new key (recomputed, never reused from before
+    the change); the keys of the candidates it does not name are unchanged."""
+    import numpy as np
+
+    from forestbench.workflow.dag_selection import _cache_key, _key, _split_part, estimator_params
+
+    spec = {"method": "gbmort", "params": {"n_estimators": 50}, "seed": 1,
+            "tune": {"validation": {"holdout": 0.2}, "metric": "lrap", "staged": "n_estimators"}}
+    train, data = np.arange(10), {"prepared_sha256": "p", "split_sha256": "s"}
+
+    def unrevised(params):
+        return _key({"params": params, "method": "gbmort", "fixed": estimator_params(spec["params"]),
+                     "validation": spec["tune"]["validation"], "metric": "lrap", "staged": "n_estimators",
+                     **_split_part(spec, train, data)})
+
+    square, logistic = {"loss": "square", "learning_rate": 0.1}, {"loss": "logistic", "learning_rate": 0.1}
+    assert _cache_key(spec, square, train, data) == unrevised(square)
+    assert _cache_key(spec, logistic, train, data) != unrevised(logistic)

@@ -153,10 +153,20 @@ def _spec_difference(recorded: dict, current: dict) -> list[str]:
 SCORING_ONLY_KEYS = frozenset({"metrics"})
 
 
+#: run-specification keys that decide what the fits give but not how long they take: a record differing in these
+#: (and scoring keys) alone keeps its budget (its stage caps time the candidates), its tuning is recomputed
+FIT_ONLY_KEYS = frozenset({"revisions"})
+
+
 def _tuning_still_valid(spec: dict | None, difference: list[str]) -> bool:
     """Whether the budget, chunks and selection of a record whose specification differs by ``difference`` from the
     configuration's ``spec`` still hold for it."""
     return spec is not None and set(difference) <= SCORING_ONLY_KEYS
+
+
+def _budget_still_valid(spec: dict | None, difference: list[str]) -> bool:
+    """Whether the budget of such a record still holds (a method revision changes the fits, not their times)."""
+    return spec is not None and set(difference) <= SCORING_ONLY_KEYS | FIT_ONLY_KEYS
 
 
 # ------------------------------------------------------------------------------------------- configuration side
@@ -169,9 +179,9 @@ def _plan(configfile: Path):
 
 def snapshot(plan, experiment: str) -> dict:
     """What determines the results of ``experiment``: its run-defining configuration (methods, datasets, protocol,
-    metrics, seed, threads, plugins) and, per dataset, the registry entry part that determines the prepared data
-    and the split protocol. Descriptions, reports and reference entries are left out: editing them changes no
-    result."""
+    metrics, seed, threads, plugins), the method revisions of its variants and, per dataset, the registry entry
+    part that determines the prepared data and the split protocol. Descriptions, reports and reference entries are
+    left out: editing them changes no result."""
     from forestbench.datasets.registry import get_entry, prepare_entry
 
     cfg = plan.config["experiments"][experiment]
@@ -181,10 +191,12 @@ def snapshot(plan, experiment: str) -> dict:
         if dataset in plan.registry:
             datasets[dataset] = {"entry": prepare_entry(get_entry(plan.registry, dataset)),
                                  "protocol": plan.protocol_spec(dataset, cfg["protocol"])}
+    # the method revisions its fits run under (only those that have any: an experiment without keeps its snapshot)
+    revisions = {v.name: exp.revisions(v) for v in exp.runnable_variants if exp.revisions(v)}
     return _normal({"experiment": experiment,
                     "configuration": {k: v for k, v in cfg.items() if k not in PRESENTATION_KEYS},
                     "seed": exp.seed, "threads": exp.threads, "plugins": list(plan.config.get("plugins") or []),
-                    "datasets": datasets})
+                    "datasets": datasets, **({"revisions": revisions} if revisions else {})})
 
 
 def _job_spec(plan, experiment: str, dataset: str, variant: str, repeat: int) -> dict | None:
@@ -227,6 +239,11 @@ def _check_file(kind: str, rel: str, data: bytes, plan, experiment: str) -> None
         if diff and _tuning_still_valid(current, diff):
             raise DataError(f"{where}: scored with other metrics than {plan.source} asks for (its spec differs in "
                             f"{', '.join(diff)}); snakemake refits it on its tuning, then archive the refit")
+        if diff and _budget_still_valid(current, diff):
+            revisions = ", ".join(current.get("revisions", []))
+            raise DataError(f"{where}: fitted before a revision of its method ({revisions}; its spec differs in "
+                            f"{', '.join(diff)}); snakemake refits it and its tuning on the archived budget, then "
+                            "archive the refit")
         if diff:
             raise DataError(f"{where}: produced by another configuration than {plan.source} (its spec differs in "
                             f"{', '.join(diff)}); archive it with the configuration it was run with")
@@ -317,7 +334,7 @@ def reconfigure(archive: Path, plan, experiment: str) -> list[str]:
     gives stay (a changed method leaves the other methods' runs valid). Returns the removed files; git keeps them."""
     archive = Path(archive)
     root = archive / experiment
-    removed, stale_pairs = [], set()
+    removed, stale_pairs, timed_pairs = [], set(), set()
     for arch in sorted((root / "runs").glob("*/*/repeat-*.json.gz")):
         _, _, dataset, variant, name = _results_name(arch.relative_to(archive).as_posix()).split("/")
         doc = _load_json(read_archived(arch), str(arch))
@@ -326,11 +343,15 @@ def reconfigure(archive: Path, plan, experiment: str) -> list[str]:
         if spec is None or difference:
             if not _tuning_still_valid(spec, difference):
                 stale_pairs.add((dataset, variant))
+            if not _budget_still_valid(spec, difference):
+                timed_pairs.add((dataset, variant))
             arch.unlink()
             removed.append(str(arch))
     for arch in sorted((root / "tuning").glob("*/*/**/*.json.gz")):
         dataset, variant = arch.relative_to(root / "tuning").parts[:2]
-        if (dataset, variant) in stale_pairs and "candidates" not in arch.parts:
+        if "candidates" in arch.parts:
+            continue
+        if (dataset, variant) in timed_pairs or ((dataset, variant) in stale_pairs and arch.name != "budget.json.gz"):
             arch.unlink()
             removed.append(str(arch))
     write_text(root / SNAPSHOT, _snapshot_text(snapshot(plan, experiment)))
@@ -461,6 +482,7 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
             rel = _results_name(arel)
             by_kind[_kind_of(rel)].append((rel, read_archived(archive / arel)))
         current_runs: set[tuple[str, str, str]] = set()      # (dataset, variant, repeat) whose tuning holds
+        timed: set[tuple[str, str]] = set()                   # (dataset, variant) whose budget holds
         for rel, raw in by_kind["record"]:
             _, _, dataset, variant, name = rel.split("/")
             if datasets and dataset not in datasets:
@@ -473,11 +495,13 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
                 stale.append(f"results/{rel}")
                 if _tuning_still_valid(spec, difference):
                     current_runs.add((dataset, variant, f"repeat-{repeat}"))
+                if _budget_still_valid(spec, difference):
+                    timed.add((dataset, variant))
                 continue
             current_runs.add((dataset, variant, f"repeat-{repeat}"))
             chosen.append((experiment, rel, raw, KINDS["record"][1]))
             inputs.update(_data_inputs(plan, experiment, dataset, data))
-        variants_current = {(d, v) for d, v, _ in current_runs}
+        variants_current = {(d, v) for d, v, _ in current_runs} | timed
         for kind in ("budget", "candidate", "chunk", "selected"):
             for rel, raw in by_kind[kind]:
                 parts = rel.split("/")          # tuning/E/dataset/variant/...
@@ -881,9 +905,9 @@ def check_current(archive: Path, configfile: Path, experiments: list[str] | None
             stale.append(str(archive / name / SNAPSHOT))
     if stale:
         raise ConfigError(f"{', '.join(stale)}: archived under another configuration than {configfile} (methods, "
-                          "datasets or protocol changed since): these results are not the configuration's. Give the "
-                          "--configfile they were run with, or rerun what the change affects and archive it with "
-                          "`archive add --reconfigure` (git keeps the old results)")
+                          "datasets, protocol or a method revision changed since): these results are not the "
+                          "configuration's. Give the --configfile they were run with, or rerun what the change "
+                          "affects and archive it with `archive add --reconfigure` (git keeps the old results)")
 
 
 def _experiments_cfg(configfile: Path) -> dict:

@@ -14,7 +14,7 @@ from forestbench.boosting._gradient_boosting import (
     STGradientBoostingRegressor,
     initial_constants,
 )
-from forestbench.boosting._losses import line_search
+from forestbench.boosting._losses import LOGISTIC_STEP_BOUND, line_search
 
 ALL = [STGradientBoostingRegressor, GBMORTRegressor, GBRTRPORegressor, GBRTRelabelRPORegressor]
 
@@ -151,14 +151,67 @@ def test_line_search_agrees_with_scipy(loss, method):
             assert rho == pytest.approx(ref.x, rel=1e-6, abs=1e-7)
 
 
-def test_line_search_unbounded_direction_stays_finite():
-    # all labels negative and g > 0 where f is already very negative: the loss decreases for ever along -g
+def test_line_search_unbounded_direction_stops_at_the_bound():
+    # all labels negative and g > 0 where f is already very negative: the loss decreases for ever along -g, so the
+    # step is the bound: the sample with the largest |g| moves by exactly LOGISTIC_STEP_BOUND
     y = -np.ones(30)
     f = np.full(30, -3.0)
     g = np.linspace(0.1, 1.0, 30)
     for method in ("newton", "brent"):
-        rho = line_search("logistic", y, f, g, method)
-        assert np.isfinite(rho) and rho < 0
+        rho, bounded = line_search("logistic", y, f, g, method, return_bounded=True)
+        assert bounded
+        assert rho == pytest.approx(-LOGISTIC_STEP_BOUND / 1.0, rel=1e-15)
+
+
+@pytest.mark.parametrize("method", ["newton", "brent"])
+def test_line_search_separating_step_is_bounded_by_its_largest_value(method):
+    # a step that separates the labels (g y > 0 wherever g != 0): no finite minimiser. One tiny |g| made the
+    # unbounded search run the step past 1e170 (medical, gbrt-rpo); bounded, the largest |g| moves by the bound
+    rng = np.random.default_rng(0)
+    y = rng.choice([-1.0, 1.0], size=40)
+    g = y * rng.choice([1e-9, 0.3, 2.5], size=40)
+    f = rng.normal(scale=0.5, size=40)
+    rho, bounded = line_search("logistic", y, f, g, method, return_bounded=True)
+    assert bounded and rho > 0
+    assert rho * np.abs(g).max() == pytest.approx(LOGISTIC_STEP_BOUND, rel=1e-15)
+    # the loss falls all the way to the bound (convex, slope still negative there)
+    def loss(r):
+        return np.logaddexp(0, -2 * y * (f + r * g)).sum()
+    assert loss(rho) < loss(0.99 * rho) < loss(0.0)
+
+
+def test_line_search_finite_minimiser_is_not_bounded():
+    # a minimiser that moves the scores less than the bound is found exactly, and said not to be bounded
+    y = np.array([1.0, 1.0, -1.0, 1.0, -1.0, -1.0])
+    f = np.zeros(6)
+    g = np.array([1.0, 1.0, 1.0, -1.0, -1.0, -1.0])
+    for method in ("newton", "brent"):
+        rho, bounded = line_search("logistic", y, f, g, method, return_bounded=True)
+        assert not bounded
+        # four samples with y g = 1, two with y g = -1: the slope -8 / (1 + e^{2 rho}) + 4 / (1 + e^{-2 rho})
+        # vanishes at e^{2 rho} = 2
+        assert rho == pytest.approx(0.5 * np.log(2.0), rel=1e-9)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_logistic_boosting_on_separable_outputs_stays_finite(cls):
+    # outputs that one input separates exactly: at learning rate 1 every stage's exact step is unbounded; the
+    # bound keeps every score finite (the unbounded search reached inf and then NaN within a few stages)
+    rng = np.random.default_rng(5)
+    X = (rng.random((120, 6)) < 0.3).astype(np.float32)
+    Y = np.column_stack([X[:, 0], X[:, 1], 1 - X[:, 0], np.zeros(120)])
+    Y[0, 3] = 1.0                               # one positive: almost an all-negative label
+    est = cls(n_estimators=40, loss="logistic", learning_rate=1.0, max_leaf_nodes=3, random_state=0,
+              monitor_train_loss=True).fit(X, Y)
+    F = est.decision_function(X)
+    assert np.all(np.isfinite(F))
+    assert est.stage_bounded_steps_.sum() > 0
+    assert est.run_info_()["bounded_steps"] == int(est.stage_bounded_steps_.sum())
+    # no stage moves a score by more than the bound (learning rate 1; st-gbrt's stage is one tree per output)
+    steps = np.diff(np.stack([np.asarray(s) for s in est.staged_decision_function(X)]), axis=0)
+    assert np.abs(steps).max() <= LOGISTIC_STEP_BOUND * (1 + 1e-12)
+    # and the training loss never rises (a bounded step is still a descent step)
+    assert np.all(np.diff(est.train_loss_) <= 1e-9 * est.train_loss_[0])
 
 
 def test_line_search_zero_tree_gives_zero_step():

@@ -16,6 +16,9 @@ the choice is documented in config/README.md, "Gradient tree boosting"; what the
 - ``line_search`` (logistic loss, minimised to 1e-12 relative precision on its slope): ``"newton"`` (default)
   takes Newton steps kept inside the sign-change bracket, bisecting when a step leaves it (one pass over the
   samples per step, about 3 passes); ``"brent"`` runs Brent's root finder from the Newton point (about 7 passes).
+  Either is bounded: a step moves no score by more than 53 ln 2 (before the learning rate), where the loss would
+  keep falling along it (a step that separates an output's labels has its minimum at infinity).
+  ``stage_bounded_steps_`` counts, per stage, the outputs whose step the bound decided.
 - Projections (gbrt-rpo, gbrt-relabel-rpo) use the families of :mod:`forestbench.projections` (``subsample``,
   ``gaussian``, ``rademacher``, ``achlioptas``, ``sparse`` with s = sqrt(d)); gbrt-rpo's single row's scale is
   absorbed by rho.
@@ -26,7 +29,8 @@ change between iterations), choosing exactly the splits the forestbench kernel's
 ``"kernel"`` calls the kernel's own builder every iteration (it re-sorts the node's values at every node).
 
 Fitted records: ``stage_n_trees_`` (cumulative number of trees after each stage), ``stage_fit_seconds_``
-(cumulative fit wall seconds), ``train_loss_`` (training loss before the first and after every stage, when
+(cumulative fit wall seconds), ``stage_bounded_steps_`` (line searches of each stage decided by the logistic step
+bound), ``train_loss_`` (training loss before the first and after every stage, when
 ``monitor_train_loss=True``).
 """
 from __future__ import annotations
@@ -239,6 +243,7 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
         res.pop("val_sse")
         self.train_scores_ = res.pop("train_scores") * scale
         self.stage_fit_seconds_ = res.pop("stage_seconds")
+        self.stage_bounded_steps_ = res.pop("bounded_steps")
         loss_path = res.pop("train_loss")
         if self.monitor_train_loss:
             with np.errstate(over="ignore"):
@@ -310,7 +315,10 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def run_info_(self):
         check_is_fitted(self, "_model")
-        return {"n_trees": self.n_trees_, "n_nodes": self.n_nodes_, "model_mb": self.model_bytes_ / 2 ** 20}
+        info = {"n_trees": self.n_trees_, "n_nodes": self.n_nodes_, "model_mb": self.model_bytes_ / 2 ** 20}
+        if self.loss == "logistic":
+            info["bounded_steps"] = int(self.stage_bounded_steps_.sum())
+        return info
 
 
 class GBMORTRegressor(_BaseBoosting):

@@ -26,7 +26,9 @@ prediction time (one scalar per leaf plus one d-vector per tree).
 Losses, gradients and line searches live in :mod:`forestbench.boosting._losses` (with the Python helpers
 ``line_search``, ``logistic_pass`` and ``logistic_pass_level`` that the tests call): square loss in closed
 form, absolute loss exactly (weighted median), logistic loss by a bracketed root search on the slope along the step
-(Halley steps for a tree step, the default; Newton steps for a general direction; Brent's method with ``brent=True``).
+(Halley steps for a tree step, the default; Newton steps for a general direction; Brent's method with ``brent=True``),
+bounded so that no score moves by more than ``_losses.LOGISTIC_STEP_BOUND`` in one step. ``boost`` returns, per
+stage, how many line searches the bound decided (``bounded_steps``).
 """
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
@@ -293,6 +295,7 @@ cdef struct Loop:
     float64_t* phi                # projection (q, d)
     intp_t* perm
     float64_t* rho
+    intp_t n_bounded              # line searches of the current stage that the logistic step bound decided
     WPair* work
     float64_t* tab
     uint64_t pstate               # projection generator
@@ -389,14 +392,17 @@ cdef int _step_and_update(Loop* L, Model* M, intp_t out, intp_t nl) except -1 no
     cdef float64_t* gcol = L.gcol
     cdef float64_t* rho = L.rho
     cdef float64_t* V = M.values + M.leaf_ptr[M.n_trees - 1] * width
+    cdef bint bounded = False
     if L.algo == ST:
         for i in range(n):
             gcol[i] = V[leaf[i]]
         if L.estate:
-            rho[0] = lr * line_search_logistic_leaves(Yt + out * n, leaf, V, 1, nl, n, Et + out * n, L.tab)
+            rho[0] = lr * line_search_logistic_leaves(Yt + out * n, leaf, V, 1, nl, n, Et + out * n, L.tab,
+                                                      &bounded)
         else:
             rho[0] = lr * line_search_step(L.loss, Yt + out * n, Ft + out * n, Rt + out * n, gcol, n, L.work,
-                                           L.brent)
+                                           L.brent, &bounded)
+        L.n_bounded += bounded
         for k in range(nl):
             V[k] *= rho[0]
         for i in range(n):
@@ -409,10 +415,12 @@ cdef int _step_and_update(Loop* L, Model* M, intp_t out, intp_t nl) except -1 no
         grow_buffer(<void**> &M.coef, &M.coef_cap, M.n_trees * d, sizeof(float64_t))
         for j in range(d):
             if L.estate:
-                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V, 1, nl, n, Et + j * n, L.tab)
+                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V, 1, nl, n, Et + j * n, L.tab,
+                                                          &bounded)
             else:
                 rho[j] = lr * line_search_step(L.loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, L.work,
-                                               L.brent)
+                                               L.brent, &bounded)
+            L.n_bounded += bounded
             M.coef[(M.n_trees - 1) * d + j] = rho[j]
             if rho[j] != 0.0:
                 for i in range(n):
@@ -424,10 +432,12 @@ cdef int _step_and_update(Loop* L, Model* M, intp_t out, intp_t nl) except -1 no
             for i in range(n):
                 gcol[i] = V[leaf[i] * d + j]
             if L.estate:
-                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V + j, d, nl, n, Et + j * n, L.tab)
+                rho[j] = lr * line_search_logistic_leaves(Yt + j * n, leaf, V + j, d, nl, n, Et + j * n, L.tab,
+                                                          &bounded)
             else:
                 rho[j] = lr * line_search_step(L.loss, Yt + j * n, Ft + j * n, Rt + j * n, gcol, n, L.work,
-                                               L.brent)
+                                               L.brent, &bounded)
+            L.n_bounded += bounded
             for k in range(nl):
                 V[k * d + j] *= rho[j]
             for i in range(n):
@@ -594,7 +604,9 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     L.Yv = &Yvv[0, 0] if L.nv > 0 else NULL
     stage_seconds_arr = np.zeros(n_iter, dtype=np.float64)
     train_loss_arr = np.full(n_iter + 1, np.nan, dtype=np.float64)
+    bounded_arr = np.zeros(n_iter, dtype=np.intp)
     cdef float64_t[::1] stage_seconds = stage_seconds_arr, train_loss = train_loss_arr
+    cdef intp_t[::1] bounded_steps = bounded_arr
 
     cdef Model M
     memset(&M, 0, sizeof(Model))
@@ -606,7 +618,9 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
             if track_loss:
                 train_loss[0] = _train_loss(&L)
             for stage in range(n_iter):
+                L.n_bounded = 0
                 _run_stage(&L, &M, pbuilder, builder, stage)
+                bounded_steps[stage] = L.n_bounded
                 if L.nv > 0:
                     _validate_stage(&L, &M, &val_sse[stage, 0])
                 stage_seconds[stage] = _now() - t_start
@@ -618,6 +632,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
         _free_model(&M)
     out_dict["stage_seconds"] = stage_seconds_arr
     out_dict["train_loss"] = train_loss_arr
+    out_dict["bounded_steps"] = bounded_arr
     out_dict["train_scores"] = np.ascontiguousarray(Ft_arr.T)
     out_dict["val_sse"] = val_sse_arr
     return out_dict

@@ -5,12 +5,14 @@ One output is one contiguous column of n samples. Losses: square (1/2 (y - f)^2)
 (``rho = sum r g / sum g^2``; 0 when g is 0 everywhere), absolute loss exactly as the weighted median of
 ``(y - f) / g`` with weights ``|g|``, logistic loss by a root search on the derivative of the (convex) loss along the
 step, kept inside the derivative's sign-change bracket: Halley steps for a tree step (one value per leaf, from the
-kept ``E = exp(2 y f)``), Newton steps for a general direction, or Brent's method. The passes over the samples of the
-logistic line search live in ``_logistic_pass.h`` (vectorised where the processor allows, same bits); only this
-module includes it, so the implementation level chosen by :func:`logistic_pass_level` is one per process.
+kept ``E = exp(2 y f)``), Newton steps for a general direction, or Brent's method. The logistic step is bounded:
+no score moves by more than ``LOGISTIC_STEP_BOUND`` (53 ln 2) in one step, see ``_step_bound``. The passes over
+the samples of the logistic line search live in ``_logistic_pass.h`` (vectorised where the processor allows, same
+bits); only this module includes it, so the implementation level chosen by :func:`logistic_pass_level` is one per
+process.
 """
 from libc.stdlib cimport malloc, free
-from libc.math cimport exp, log1p, fabs, INFINITY
+from libc.math cimport exp, log1p, fabs, fmin, fmax, INFINITY
 
 import numpy as np
 
@@ -158,6 +160,22 @@ cdef void _logistic_slope_curv(const float64_t* y, const float64_t* f, const flo
     curv[0] = h
 
 
+# The bound on a logistic step, in score units: where the loss keeps falling along the step (the step separates the
+# output's labels), the exact minimiser is at infinity and the unbounded search ran the scores to inf / NaN. A
+# probability 1 / (1 + exp(-2 f)) is within 2^-53 of 0 or 1 from |2 f| = 53 ln 2 on, so a move of 53 ln 2 in f
+# takes any sample from certainly wrong to certainly right; past it a step gains nothing a double can show for the
+# samples it moves most. The step is the exact minimiser where that lies within the bound, else the bound (the
+# loss is convex, so it still falls at every step and the training loss stays non-increasing).
+LOGISTIC_STEP_BOUND = 53.0 * 0.6931471805599453
+cdef float64_t STEP_BOUND = LOGISTIC_STEP_BOUND
+
+
+cdef inline float64_t _step_bound(float64_t gmax) noexcept nogil:
+    """The largest |rho| of a logistic step along g with max_i |g_i| = gmax: no score moves by more than
+    ``STEP_BOUND``."""
+    return STEP_BOUND / gmax if gmax > 0 else INFINITY
+
+
 # a Newton step this small (relative) ends the line search: quadratic convergence leaves an error of ~1e-14
 cdef float64_t NEWTON_ACCEPT = 1e-7
 # the same for a Halley step (cubic convergence: an error of ~1e-15)
@@ -165,12 +183,13 @@ cdef float64_t HALLEY_ACCEPT = 1e-5
 
 
 cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t* f, const float64_t* r,
-                                            const float64_t* g, intp_t n) noexcept nogil:
+                                            const float64_t* g, intp_t n, bint* bounded) noexcept nogil:
     """argmin_rho of the logistic loss along g: Newton steps kept inside the sign-change bracket of the slope
-    (bisection when a step leaves it), so it converges for any start; one pass over the samples per step."""
+    (bisection when a step leaves it), so it converges for any start; one pass over the samples per step. |rho| is
+    at most ``_step_bound``; ``bounded`` is set when the bound decided the step."""
     cdef intp_t i
-    cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0
-    cdef float64_t lo = 0.0, hi = INFINITY, rho, new, sl, cv
+    cdef float64_t slope0 = 0.0, curv = 0.0, ar, scale = 0.0, sign = 1.0, gmax = 0.0
+    cdef float64_t lo = 0.0, hi = INFINITY, rho, new, sl, cv, rho_max
     cdef int _it
     for i in range(n):
         if g[i] != 0.0:
@@ -178,17 +197,23 @@ cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t*
             ar = fabs(r[i])
             curv += g[i] * g[i] * ar * (2.0 - ar)
             scale += 2.0 * fabs(g[i])
+            gmax = fmax(gmax, fabs(g[i]))
+    bounded[0] = False
     if slope0 == 0.0 or scale == 0.0:
         return 0.0
     if slope0 > 0:
         # solve along -g: the minimiser is then at a positive step
         sign = -1.0
         slope0 = -slope0
+    rho_max = _step_bound(gmax)
     rho = -slope0 / curv if curv > 0 else 1.0
     for _it in range(100):
         _logistic_slope_curv(y, f, g, n, rho, sign, &sl, &cv)
         if sl < 0:
             lo = rho
+            if lo >= rho_max:
+                # the loss still falls at the bound: the minimiser lies past it
+                break
         else:
             hi = rho
         if fabs(sl) <= 1e-13 * scale:
@@ -201,12 +226,14 @@ cdef float64_t _line_search_logistic_newton(const float64_t* y, const float64_t*
             rho = new
             break
         rho = new
-    return sign * rho
+    # the search's path is the unbounded one until it passes the bound, so below it the step is unchanged (bits)
+    bounded[0] = rho > rho_max
+    return sign * fmin(rho, rho_max)
 
 
 cdef float64_t line_search_logistic_leaves(const float64_t* y, const intp_t* leaf, const float64_t* gl,
                                            intp_t gstride, intp_t n_leaves, intp_t n, const float64_t* e,
-                                           float64_t* tab) noexcept nogil:
+                                           float64_t* tab, bint* bounded) noexcept nogil:
     """The bracketed search of :func:`_line_search_logistic_newton` for a tree step, with Halley's steps in place
     of Newton's. The step g_i = gl[leaf_i * gstride] takes one value per leaf, so exp(2 y_i (f_i + rho g_i)) =
     e_i exp(2 y_i rho g_i) with the kept e_i = exp(2 y_i f_i): 2 x n_leaves exponentials per step instead of one
@@ -214,16 +241,19 @@ cdef float64_t line_search_logistic_leaves(const float64_t* y, const intp_t* lea
     sum g^2 a (2 - a) and -sum g^3 y a (2 - a) (2 - 2 a), all from one pass (``fb_logistic_pass``, a division per
     sample, eight lanes wide); at rho = 0 the pass gives the negative gradient y a = 2 y / (1 + e) itself, so no
     stored gradient is read. About 2.8 passes per search on the delicious-sized benchmark against 5 with Newton's
-    steps. ``tab`` holds 3 x n_leaves doubles."""
+    steps. ``tab`` holds 3 x n_leaves doubles. Bounded as the Newton search is (every leaf holds a training
+    sample, so the largest |leaf value| is the largest |g_i|)."""
     cdef intp_t k, _it
-    cdef float64_t slope0, curv, scale, sign = 1.0, sl, cv, third
-    cdef float64_t lo = 0.0, hi = INFINITY, rho, new
+    cdef float64_t slope0, curv, scale, sign = 1.0, sl, cv, third, gmax = 0.0
+    cdef float64_t lo = 0.0, hi = INFINITY, rho, new, rho_max
     cdef float64_t sums[4]
     cdef float64_t* G = tab + 2 * n_leaves
     for k in range(n_leaves):
         G[k] = gl[k * gstride]
+        gmax = fmax(gmax, fabs(G[k]))
         tab[2 * k] = 1.0
         tab[2 * k + 1] = 1.0
+    bounded[0] = False
     fb_logistic_pass(y, e, leaf, tab, G, n_leaves, n, sums)
     slope0 = -sums[0]
     curv = sums[1]
@@ -239,6 +269,7 @@ cdef float64_t line_search_logistic_leaves(const float64_t* y, const intp_t* lea
             G[k] = -G[k]
     # Halley steps (slope, curvature and third derivative from the same pass: cubic convergence), kept inside the
     # sign-change bracket of the slope like the Newton search
+    rho_max = _step_bound(gmax)
     rho = _halley_step(0.0, slope0, curv, third)
     for _it in range(100):
         for k in range(n_leaves):
@@ -250,6 +281,8 @@ cdef float64_t line_search_logistic_leaves(const float64_t* y, const intp_t* lea
         third = -sums[2]
         if sl < 0:
             lo = rho
+            if lo >= rho_max:
+                break
         else:
             hi = rho
         if fabs(sl) <= 1e-13 * scale:
@@ -262,7 +295,8 @@ cdef float64_t line_search_logistic_leaves(const float64_t* y, const intp_t* lea
             rho = new
             break
         rho = new
-    return sign * rho
+    bounded[0] = rho > rho_max
+    return sign * fmin(rho, rho_max)
 
 
 cdef inline float64_t _halley_step(float64_t rho, float64_t s, float64_t s1, float64_t s2) noexcept nogil:
@@ -278,10 +312,11 @@ cdef inline float64_t _halley_step(float64_t rho, float64_t s, float64_t s1, flo
 
 
 cdef float64_t _line_search_logistic(const float64_t* y, const float64_t* f, const float64_t* r,
-                                     const float64_t* g, intp_t n) noexcept nogil:
-    """argmin_rho sum_i log(1 + exp(-2 y_i (f_i + rho g_i))); r is the negative gradient at f."""
+                                     const float64_t* g, intp_t n, bint* bounded) noexcept nogil:
+    """argmin_rho sum_i log(1 + exp(-2 y_i (f_i + rho g_i))); r is the negative gradient at f. |rho| is at most
+    ``_step_bound``, as in the Newton search."""
     cdef intp_t i
-    cdef float64_t slope0 = 0.0, curv = 0.0, ar, step, a, fa, b, fb, scale = 0.0, tol
+    cdef float64_t slope0 = 0.0, curv = 0.0, ar, step, a, fa, b, fb, scale = 0.0, tol, gmax = 0.0, rho_max
     cdef int k
     for i in range(n):
         if g[i] != 0.0:
@@ -289,8 +324,11 @@ cdef float64_t _line_search_logistic(const float64_t* y, const float64_t* f, con
             ar = fabs(r[i])
             curv += g[i] * g[i] * ar * (2.0 - ar)
             scale += fabs(g[i])
+            gmax = fmax(gmax, fabs(g[i]))
+    bounded[0] = False
     if slope0 == 0.0 or scale == 0.0:
         return 0.0
+    rho_max = _step_bound(gmax)
     # Newton step as the first trial point, then double until the slope changes sign
     if curv > 0:
         step = -slope0 / curv
@@ -302,9 +340,9 @@ cdef float64_t _line_search_logistic(const float64_t* y, const float64_t* f, con
     fb = _logistic_slope(y, f, g, n, b)
     k = 0
     while (fb < 0) == (fa < 0) and fb != 0.0:
-        if k >= 60 or fabs(fb) <= 1e-13 * fabs(slope0):
+        if k >= 60 or fabs(fb) <= 1e-13 * fabs(slope0) or fabs(b) >= rho_max:
             # the loss keeps decreasing (a label never / always positive): stop at a finite step
-            return b
+            return _clip_step(b, rho_max, bounded)
         a = b
         fa = fb
         step *= 2.0
@@ -312,7 +350,17 @@ cdef float64_t _line_search_logistic(const float64_t* y, const float64_t* f, con
         fb = _logistic_slope(y, f, g, n, b)
         k += 1
     tol = 1e-10 * (fabs(a) + fabs(b)) + 1e-300
-    return _brent_root(y, f, g, n, a, fa, b, fb, tol)
+    return _clip_step(_brent_root(y, f, g, n, a, fa, b, fb, tol), rho_max, bounded)
+
+
+cdef inline float64_t _clip_step(float64_t rho, float64_t rho_max, bint* bounded) noexcept nogil:
+    """rho with |rho| <= rho_max, and whether the bound decided it."""
+    bounded[0] = fabs(rho) > rho_max
+    if rho > rho_max:
+        return rho_max
+    if rho < -rho_max:
+        return -rho_max
+    return rho
 
 
 cdef float64_t _weighted_median(WPair* a, intp_t m, float64_t total) noexcept nogil:
@@ -396,9 +444,11 @@ cdef float64_t _line_search_absolute(const float64_t* y, const float64_t* f, con
 
 
 cdef float64_t line_search_step(int loss, const float64_t* y, const float64_t* f, const float64_t* r,
-                                const float64_t* g, intp_t n, WPair* work, bint brent) noexcept nogil:
+                                const float64_t* g, intp_t n, WPair* work, bint brent, bint* bounded) noexcept nogil:
+    """The step length along g for one output; ``bounded`` is set when the logistic step bound decided it."""
     cdef intp_t i
     cdef float64_t num = 0.0, den = 0.0
+    bounded[0] = False
     if loss == SQUARE:
         for i in range(n):
             num += r[i] * g[i]
@@ -407,8 +457,8 @@ cdef float64_t line_search_step(int loss, const float64_t* y, const float64_t* f
     if loss == ABSOLUTE:
         return _line_search_absolute(y, f, g, n, work)
     if brent:
-        return _line_search_logistic(y, f, r, g, n)
-    return _line_search_logistic_newton(y, f, r, g, n)
+        return _line_search_logistic(y, f, r, g, n, bounded)
+    return _line_search_logistic_newton(y, f, r, g, n, bounded)
 
 
 # choose the implementation once, at import, before any thread runs a pass
@@ -452,8 +502,9 @@ def logistic_pass(y, e, leaf, tab, g, int level=-1):
     return np.array([out[0], out[1], out[2], out[3]]), used
 
 
-def line_search(str loss, y, f, g, str method="newton"):
-    """Step length rho minimising ``sum_i loss(y_i, f_i + rho g_i)`` for one output (exposed for testing)."""
+def line_search(str loss, y, f, g, str method="newton", bint return_bounded=False):
+    """Step length rho minimising ``sum_i loss(y_i, f_i + rho g_i)`` for one output (exposed for testing); with
+    ``return_bounded``, also whether the logistic step bound decided it."""
     cdef int code = LOSSES[loss]
     y = np.ascontiguousarray(y, dtype=np.float64)
     f = np.ascontiguousarray(f, dtype=np.float64)
@@ -466,12 +517,13 @@ def line_search(str loss, y, f, g, str method="newton"):
     cdef float64_t[::1] yv = y, fv = f, gv = g, rv = r
     cdef WPair* work = <WPair*> malloc((n + 1) * sizeof(WPair))
     cdef float64_t rho
+    cdef bint bounded = False
     try:
         column_gradient(code, &yv[0], &fv[0], &rv[0], n)
-        rho = line_search_step(code, &yv[0], &fv[0], &rv[0], &gv[0], n, work, method == "brent")
+        rho = line_search_step(code, &yv[0], &fv[0], &rv[0], &gv[0], n, work, method == "brent", &bounded)
     finally:
         free(work)
-    return rho
+    return (rho, bool(bounded)) if return_bounded else rho
 
 
 cdef void logistic_state_gradient(const float64_t* y, const float64_t* E, float64_t* r, intp_t n) noexcept nogil:

@@ -82,9 +82,13 @@ def _split_part(spec: dict, train: np.ndarray, data: dict) -> dict:
 
 
 def _cache_key(spec: dict, params: dict, train: np.ndarray, data: dict) -> str:
-    return _key({"params": params, "method": spec["method"], "fixed": estimator_params(spec.get("params")),
+    fixed = estimator_params(spec.get("params"))
+    # a candidate a method revision names is keyed by it too (the keys of the others are unchanged)
+    revision = get_method(spec["method"]).revision_of({**fixed, **params})
+    return _key({"params": params, "method": spec["method"], "fixed": fixed,
                  "validation": spec["tune"]["validation"], "metric": spec["tune"]["metric"],
-                 "staged": spec["tune"]["staged"], **_split_part(spec, train, data)})
+                 "staged": spec["tune"]["staged"], **_split_part(spec, train, data),
+                 **({"revision": revision} if revision else {})})
 
 
 def _number(value) -> bool:

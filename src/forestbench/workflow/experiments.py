@@ -138,6 +138,14 @@ class ExperimentPlan:
             cache[variant.name] = tuning.candidates(variant.tune, self.seed)
         return cache[variant.name]
 
+    def revisions(self, variant: Variant) -> list[str]:
+        """The method revisions (``forestbench.workflow.methods``, ``revision``) that a job of ``variant`` fits
+        under: of its parameters and of any of its tuning candidates. Computed once per variant."""
+        cache = self.__dict__.setdefault("_revisions", {})
+        if variant.name not in cache:
+            cache[variant.name] = get_method(variant.method).revisions(variant.params, self.candidates(variant))
+        return cache[variant.name]
+
     def n_chunks(self, variant: Variant) -> int:
         return len(tuning.chunks(len(self.candidates(variant)), variant.tune["chunk"])) if variant.tuned_in_dag \
             else 0
@@ -351,6 +359,7 @@ class Plan:
         exp = self.experiments[job.experiment]
         variant = exp.variant(job.variant)
         seed = int(np.random.SeedSequence([exp.seed, job.repeat]).generate_state(1)[0])
+        revisions = exp.revisions(variant)
         return {
             "experiment": job.experiment, "dataset": job.dataset, "variant": job.variant,
             "method": variant.method, "params": variant.params, "metrics": list(exp.config["metrics"]),
@@ -358,6 +367,7 @@ class Plan:
             "expected_shape": get_entry(self.registry, job.dataset).get("shape"),
             **({"tune": {**variant.tune, "seed": exp.seed}} if variant.tune else {}),
             **({"plugins": list(self.config["plugins"])} if self.config.get("plugins") else {}),
+            **({"revisions": revisions} if revisions else {}),
         }
 
     def tune_spec(self, job: TuneJob) -> dict:

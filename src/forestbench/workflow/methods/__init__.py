@@ -27,6 +27,12 @@ What an entry declares:
   dataset a job fits (``regression``, ``multioutput_regression``, ``multilabel``, ``binary``, ``multiclass``), so
   that an estimator never has to guess the task from the values of y (a two-valued regression target is not a
   binary class label). A variant that sets the parameter itself keeps its value.
+- ``revision``: ``revision(params) -> str | None``, the name of a change of the estimator's results made after
+  results were archived (a fix, a changed numerical rule), for the parameters it changes (None for the others). It
+  enters the run specification of every job whose parameters or tuning candidates it names (``revisions``) and the
+  key of every stored tuning candidate it names, so that records, selections and candidates computed before the
+  change are not reused: ``archive restore`` leaves them out (budgets, which time the fits, stay) and the workflow
+  refits them. Results of the parameters it does not name stay valid.
 - ``requires``: ``{module: install hint}`` of optional packages the estimator imports only when it is fitted (the
   ``peers`` extra). They are looked up, not imported, when a workflow or a plan is built: a run whose variants lack
   one is told so by name before its first job (:meth:`MethodSpec.missing`), instead of failing at fit time.
@@ -61,6 +67,7 @@ class MethodSpec:
     registered_by: str = field(default="", compare=False)
     task_params: dict | None = field(default=None, compare=False)
     requires: dict | None = field(default=None, compare=False)
+    revision: Callable[[dict], str | None] | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ the estimator, imported on demand
     def estimator_class(self):
@@ -109,6 +116,17 @@ class MethodSpec:
 
             estimator = ClassifierScores(estimator)
         return estimator
+
+    def revision_of(self, params: dict) -> str | None:
+        """The revision (see the module docstring) of the estimator's results with ``params``, None for none."""
+        return self.revision(params) if self.revision is not None else None
+
+    def revisions(self, params: dict, candidates: list[dict] | None = None) -> list[str]:
+        """The revisions of a job fitting ``params``, and every tuning candidate of ``candidates`` over them."""
+        if self.revision is None:
+            return []
+        found = {self.revision(params)} | {self.revision({**params, **c}) for c in candidates or []}
+        return sorted(r for r in found if r is not None)
 
     def check_names(self, params: dict) -> None:
         known = self.parameters()
@@ -182,7 +200,7 @@ PLANNED: dict[str, str] = {}
 
 def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callable[..., Any] | None = None,
              description: str = "", classifier: bool = False, task_params: dict | None = None,
-             requires: dict | None = None) -> MethodSpec:
+             requires: dict | None = None, revision: Callable[[dict], str | None] | None = None) -> MethodSpec:
     """Register ``name``; see the module docstring. Registering a name twice is an error."""
     if not isinstance(estimator, str) or ":" not in estimator:
         raise ValueError(f"method {name!r}: estimator must be 'package.module:Name', got {estimator!r}")
@@ -192,7 +210,7 @@ def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callabl
     caller = sys._getframe(1).f_globals.get("__name__", "")
     spec = MethodSpec(name, estimator, sparse_y, cost, description, classifier, caller,
                       {task: dict(values) for task, values in (task_params or {}).items()} or None,
-                      dict(requires) if requires else None)
+                      dict(requires) if requires else None, revision)
     METHODS[name] = spec
     PLANNED.pop(name, None)
     return spec

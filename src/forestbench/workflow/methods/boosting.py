@@ -65,18 +65,27 @@ def single_target_forest_cost(n, p, d, params, *, sparse=False, density=None):
     return Cost(one.fit_seconds * d, one.model_mb * d)
 
 
+def logistic_step_bound(params: dict) -> str | None:
+    """The revision of logistic-loss fits: their line search is bounded (``forestbench.boosting._losses``,
+    ``LOGISTIC_STEP_BOUND``), which changed every fit whose unbounded step would have moved a score further."""
+    return "logistic-step-bound" if params.get("loss") == "logistic" else None
+
+
 _BOOSTING = "forestbench.boosting"
 register("st_gbrt", f"{_BOOSTING}:STGradientBoostingRegressor", cost=st_boosting_cost,
+         revision=logistic_step_bound,
          description="single-target gradient boosting (br-gbrt for multi-label): one model per output, trees "
                      "fitted round-robin (thesis ch.6)")
-register("gbmort", f"{_BOOSTING}:GBMORTRegressor", cost=boosting_cost,
+register("gbmort", f"{_BOOSTING}:GBMORTRegressor", cost=boosting_cost, revision=logistic_step_bound,
          description="multi-output gradient boosting, one shared multi-output tree per iteration (thesis Alg. 6.1)")
-register("gbrt_rpo", f"{_BOOSTING}:GBRTRPORegressor", cost=rpo_cost,
+register("gbrt_rpo", f"{_BOOSTING}:GBRTRPORegressor", cost=rpo_cost, revision=logistic_step_bound,
          description="gradient boosting on a random 1-d projection of the residuals per iteration (thesis Alg. 6.2)")
 register("gbrt_relabel_rpo", f"{_BOOSTING}:GBRTRelabelRPORegressor", cost=boosting_cost,
+         revision=logistic_step_bound,
          description="gradient boosting on projected residuals, leaves relabelled with the residual means "
                      "(thesis Alg. 6.3)")
 register("artificial_gbrt", f"{_BOOSTING}:ArtificialGBRTRegressor", cost=artificial_cost,
+         revision=logistic_step_bound,
          description="the friedman1 oracle that knows the output structure (thesis Sec. 6.3.1)")
 register("st_random_forest", "forestbench.forest:SingleTargetForestRegressor",
          cost=single_target_forest_cost,
