@@ -53,7 +53,7 @@ _CHECKED_SHAPE_KEYS = ("n", "p", "d")
 
 def checked_shape(shape):
     """The part of a registry shape that the prepared data is checked against (``n``, ``p``, ``d``); hints such as
-    ``labels_per_row`` only size requests. Anything but a mapping is returned as it is."""
+    ``labels_per_row`` and ``input_density`` only size requests. Anything but a mapping is returned as it is."""
     if not isinstance(shape, dict):
         return shape
     return {k: v for k, v in shape.items() if k in _CHECKED_SHAPE_KEYS}
@@ -62,7 +62,7 @@ def checked_shape(shape):
 def prepare_entry(entry: dict) -> dict:
     """The part of a registry entry that determines its prepared file: the task, the expected shape and the source
     (without download locations and prose). Editing anything else (notes, citation, protocols, a mirror URL, the
-    shape's cost-model hint ``labels_per_row``) does not change the prepared data."""
+    shape's cost-model hints ``labels_per_row`` and ``input_density``) does not change the prepared data."""
     source = dict(entry.get("source") or {})
     if source.get("files"):
         source["files"] = [{k: v for k, v in f.items() if k not in _LOCATION_KEYS} for f in source["files"]]

@@ -330,13 +330,14 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
 
     method = get_method(variant.method)
     n, p, d = res.shape_of(shape)
-    labels = res.label_density(shape)
-    final = method.cost_of(n, p, d, variant.params, sparse=sparse, label_density=labels, task=task)
+    labels, density = res.label_density(shape), res.input_density(shape)
+    final = method.cost_of(n, p, d, variant.params, sparse=sparse, density=density, label_density=labels, task=task)
     if not variant.tune:
         return final, None
     folds, n_fit = _selection_rows(variant, n)
     candidates = [{**variant.params, **c} for c in exp.candidates(variant)]
-    costs = [method.cost_of(n_fit, p, d, c, sparse=sparse, label_density=labels, task=task) for c in candidates]
+    costs = [method.cost_of(n_fit, p, d, c, sparse=sparse, density=density, label_density=labels, task=task)
+             for c in candidates]
     capped = costs
     budget = variant.tune.get("budget")
     if budget:
@@ -348,7 +349,7 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
 
         reference = budget["reference"]
         probe = get_method(reference["method"]).cost_of(
-            n, p, d, {**reference["params"], variant.tune["staged"]: PROBE_STAGES}, sparse=sparse)
+            n, p, d, {**reference["params"], variant.tune["staged"]: PROBE_STAGES}, sparse=sparse, density=density)
         cap = budget["multiple"] * probe.fit_seconds / PROBE_STAGES
         capped = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
         final = res.Cost(min(final.fit_seconds, cap * n / n_fit), final.model_mb)
@@ -406,7 +407,8 @@ def candidate_calibration(results: str | Path, experiment: str, dataset: str, va
         if not (math.isfinite(seconds) and seconds >= 0.0):
             raise DataError(f"tuning candidate {path}: fit_seconds = {seconds} is not a duration; delete it and "
                             "rerun its chunk")
-        model = folds * method.cost_of(n_fit, p, d, {**variant.params, **params}, sparse=sparse).fit_seconds
+        model = folds * method.cost_of(n_fit, p, d, {**variant.params, **params}, sparse=sparse,
+                                       density=res.input_density(shape)).fit_seconds
         measured += seconds
         modelled += model
         scoring += folds * scored * one_stage

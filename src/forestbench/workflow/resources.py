@@ -383,6 +383,13 @@ def label_density(shape: dict | None) -> float | None:
     return float(per_row) / int(d) if per_row and d else None
 
 
+def input_density(shape: dict | None) -> float | None:
+    """Share of non-zero inputs of a dataset with sparse inputs, from its registry shape's ``input_density``; None
+    when the registry does not give it (the cost hooks then assume ``DEFAULT_DENSITY``)."""
+    value = (shape or {}).get("input_density")
+    return float(value) if value else None
+
+
 def candidate_features(max_features, p: int) -> int:
     """Candidate features per split for a scikit-learn style ``max_features`` (None, "sqrt", "log2", int, float)."""
     if max_features is None or max_features == "auto":
@@ -510,6 +517,8 @@ def fit_requests(shape: dict | None, params: dict | None, attempt: int = 1, *, c
     """
     _check_attempt(attempt)
     n, p, d = shape_of(shape)
+    if density is None:
+        density = input_density(shape)
     if not isinstance(cost, Cost):
         cost = (cost or forest_cost)(n, p, d, params or {}, sparse=sparse, density=density)
     need = BASE_MB + data_mb(n, p, d, sparse, density) + cost.model_mb
