@@ -316,3 +316,15 @@ def test_stored_candidates_of_a_revision_are_keyed_by_it():
     square, logistic = {"loss": "square", "learning_rate": 0.1}, {"loss": "logistic", "learning_rate": 0.1}
     assert _cache_key(spec, square, train, data) == unrevised(square)
     assert _cache_key(spec, logistic, train, data) != unrevised(logistic)
+
+
+def test_a_cost_model_hint_of_the_registry_leaves_the_run_specification_alone():
+    """``labels_per_row`` and ``input_density`` size requests only: the run specification (Snakemake's params of
+    every job, the archive's record check) carries the checked shape n, p, d, so adding such a hint reruns nothing."""
+    from forestbench.workflow.experiments import Job
+
+    plan = load_plan(["config/thesis.yaml"])
+    shape = plan.registry["medical"]["shape"]
+    assert {"labels_per_row", "input_density"} <= set(shape)
+    spec = plan.run_spec(Job("table_6_5", "medical", "gbmort", 0))
+    assert spec["expected_shape"] == {k: shape[k] for k in ("n", "p", "d")}

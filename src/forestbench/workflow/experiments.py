@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from forestbench.datasets.registry import get_entry, is_available, load_registry, needs_network, protocol_of
+from forestbench.datasets.registry import (checked_shape, get_entry, is_available, load_registry, needs_network,
+                                          protocol_of)
 from forestbench.datasets.splits import n_splits_of
 from forestbench.errors import ConfigError
 from forestbench.workflow import tuning
@@ -364,7 +365,9 @@ class Plan:
             "experiment": job.experiment, "dataset": job.dataset, "variant": job.variant,
             "method": variant.method, "params": variant.params, "metrics": list(exp.config["metrics"]),
             "repeat": job.repeat, "seed": seed, "threads": exp.threads, "protocol": exp.protocol,
-            "expected_shape": get_entry(self.registry, job.dataset).get("shape"),
+            # n, p and d only: a cost-model hint of the registry (labels_per_row, input_density) changes no result,
+            # so it must not change the specification either (Snakemake would rerun every job of the dataset)
+            "expected_shape": checked_shape(get_entry(self.registry, job.dataset).get("shape")),
             **({"tune": {**variant.tune, "seed": exp.seed}} if variant.tune else {}),
             **({"plugins": list(self.config["plugins"])} if self.config.get("plugins") else {}),
             **({"revisions": revisions} if revisions else {}),
