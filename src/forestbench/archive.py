@@ -192,7 +192,7 @@ def snapshot(plan, experiment: str) -> dict:
             datasets[dataset] = {"entry": prepare_entry(get_entry(plan.registry, dataset)),
                                  "protocol": plan.protocol_spec(dataset, cfg["protocol"])}
     # the method revisions its fits run under (only those that have any: an experiment without keeps its snapshot)
-    revisions = {v.name: exp.revisions(v) for v in exp.runnable_variants if exp.revisions(v)}
+    revisions = {v.name: found for v in exp.runnable_variants if (found := exp.revisions(v))}
     return _normal({"experiment": experiment,
                     "configuration": {k: v for k, v in cfg.items() if k not in PRESENTATION_KEYS},
                     "seed": exp.seed, "threads": exp.threads, "plugins": list(plan.config.get("plugins") or []),

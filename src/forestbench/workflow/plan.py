@@ -393,6 +393,7 @@ def candidate_calibration(results: str | Path, experiment: str, dataset: str, va
     n, p, d = res.shape_of(shape)
     folds, n_fit = _selection_rows(variant, n)
     one_stage = res.staged_score_seconds(max(1, n - n_fit), d, variant.tune["metric"])
+    density = res.input_density(shape)
     measured = modelled = scoring = 0.0
     count = 0
     for path in sorted(folder.glob("*.json")):
@@ -408,7 +409,7 @@ def candidate_calibration(results: str | Path, experiment: str, dataset: str, va
             raise DataError(f"tuning candidate {path}: fit_seconds = {seconds} is not a duration; delete it and "
                             "rerun its chunk")
         model = folds * method.cost_of(n_fit, p, d, {**variant.params, **params}, sparse=sparse,
-                                       density=res.input_density(shape)).fit_seconds
+                                       density=density).fit_seconds
         measured += seconds
         modelled += model
         scoring += folds * scored * one_stage
