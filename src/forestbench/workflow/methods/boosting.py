@@ -73,10 +73,20 @@ def artificial_cost(n, p, d, params, *, sparse=False, density=None):
     return boosting_cost(n, p, outputs, params, sparse=sparse, density=density, mode="st")
 
 
-def single_target_forest_cost(n, p, d, params, *, sparse=False, density=None):
-    from forestbench.workflow.resources import forest_cost
+def single_target_forest_cost(n, p, d, params, *, sparse=False, density=None, label_density=None, task=None):
+    """d forests of one output each. On 0/1 labels (``label_density``, the registry's labels per row over d) each is
+    charged as a forest on a label of the mean frequency, whose trees stop at pure nodes
+    (``resources.label_forest_cost``): that charge is concave in the frequency, so d times it bounds the sum over
+    labels of any frequencies with that mean. A multi-label set whose registry entry gives no labels per row is
+    charged at frequency 0.5, the largest. Other outputs grow fully grown regression trees (``forest_cost``)."""
+    from forestbench.workflow.resources import forest_cost, label_forest_cost
 
-    one = forest_cost(n, p, 1, params, sparse=sparse, density=density)
+    if label_density is None and task == "multilabel":
+        label_density = 0.5
+    if label_density is not None:
+        one = label_forest_cost(n, p, params, label_density, sparse=sparse, density=density)
+    else:
+        one = forest_cost(n, p, 1, params, sparse=sparse, density=density)
     return Cost(one.fit_seconds * d, one.model_mb * d)
 
 
