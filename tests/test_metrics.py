@@ -111,6 +111,53 @@ def test_both_lrap_paths_agree_with_sklearn_row_by_row(d):
     np.testing.assert_allclose(_lrap_searched(T, S), expected, rtol=1e-13, atol=0)
 
 
+def _previous_search():
+    """The searched LRAP as forestbench computed it before its compiled pass, kept in the metrics benchmark (which
+    times both): the oracle of the pass's numbers."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_metrics.py"
+    spec = importlib.util.spec_from_file_location("bench_metrics", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.previous_searched
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_lrap_gives_the_whole_matrix_search_to_the_bit(seed):
+    """Every row's LRAP from the compiled pass equals the previous whole-matrix search's, bit for bit, on rows with few
+    positive labels (counted directly) and many (histogram), ties of every kind (integer scores, a score shared
+    by every label, zeros of both signs) and rows whose labels are all positive, so that scores, selections and
+    archived tuning stay what they were."""
+    from forestbench.metrics import _lrap_searched
+
+    previous = _previous_search()
+    rng = np.random.default_rng(seed)
+    few = many = 0
+    for trial in range(40):
+        n, d = int(rng.integers(1, 40)), int(rng.integers(80, 400))
+        T = rng.random((n, d)) < rng.choice([0.005, 0.02, 0.1, 0.5, 0.95, 1.0])
+        T[np.arange(n), rng.integers(0, d, size=n)] = True          # every row has a positive label
+        kind = trial % 4
+        if kind == 0:
+            S = rng.normal(size=(n, d))
+        elif kind == 1:
+            S = rng.integers(0, 4, size=(n, d)).astype(float)
+        elif kind == 2:
+            S = np.round(rng.random((n, d)), 1) - 0.5
+            S[S == 0] = rng.choice([0.0, -0.0], size=int((S == 0).sum()))
+        else:
+            S = np.full((n, d), 0.25)
+            S[:, : d // 3] = rng.normal(size=(n, d // 3))
+        got, want = _lrap_searched(T, S), previous(T, S)
+        assert got.tobytes() == want.tobytes(), (trial, np.flatnonzero(got != want)[:5])
+        m = T.sum(axis=1)
+        few += int(((m > 8) & (m <= 32)).sum())      # counted directly, NumPy's pairwise sum past 8 terms
+        many += int(((m > 32) & (m < d)).sum())      # through the histogram
+    assert few > 20 and many > 20
+
+
 def test_lrap_rejects_malformed_input():
     with pytest.raises(ValueError, match="0/1 label"):
         lrap(np.array([[2.0, 0.0]]), np.array([[0.1, 0.2]]))

@@ -255,6 +255,21 @@ def test_staged_tuning_is_charged_for_scoring_every_scored_stage(metric, per_ent
     assert chunk_scoring(100, {"kfold": 4}) == pytest.approx(2 * 4 * 100 * one(25))
 
 
+def test_lrap_of_many_labels_is_charged_its_compiled_pass():
+    """LRAP counts the ranks of 80 labels and more in a compiled pass (``forestbench._metrics``), charged per entry
+    at its measured delicious-sized cost; fewer labels, and the other ranking measures, keep the NumPy charge."""
+    from forestbench.metrics import LRAP_COMPILED_MIN_LABELS
+
+    many, few = LRAP_COMPILED_MIN_LABELS, LRAP_COMPILED_MIN_LABELS - 1
+    for metric in ("lrap", "lrap_all_rows"):
+        assert R.staged_score_seconds(2584, 983, metric) == pytest.approx(
+            R.SCORE_CALL_S + R.SCORE_ENTRY_LRAP_COMPILED_S * 2584 * 983)
+        assert R.staged_score_seconds(100, many, metric) < R.staged_score_seconds(100, few, metric)
+        assert R.staged_score_seconds(100, few, metric) == pytest.approx(R.SCORE_CALL_S + R.SCORE_ENTRY_S * 100 * few)
+    assert R.staged_score_seconds(100, many, "coverage_error") == pytest.approx(
+        R.SCORE_CALL_S + R.SCORE_ENTRY_S * 100 * many)
+
+
 def _chunk_scoring(plan):
     # the modelled scoring of one chunk job of the only tuned variant of `plan` on linnerud, as the plan charges it
     from forestbench.workflow.plan import training_shape, variant_cost

@@ -44,9 +44,9 @@ def lrap(Y_true, Y_score) -> float:
     scikit-learn ranks each row with two ``scipy.stats.rankdata`` calls; staged tuning scores up to 1000 stages of
     every candidate this way, and on emotions (6 labels) those calls took 95 % of a tuning job's time. For a
     positive label j with score s, LRAP needs the number of labels scoring >= s and the number of positive labels
-    scoring >= s, ties counted as scikit-learn's "max" ranks count them. Up to ``_SEARCH_MIN_LABELS`` labels every
-    row is sorted with its labels (:func:`_lrap_sorted_rows`); with more, only the rows' values are sorted and the
-    positive labels' scores are searched in them (:func:`_lrap_searched`), which touches the positive labels only.
+    scoring >= s, ties counted as scikit-learn's "max" ranks count them. Up to ``LRAP_COMPILED_MIN_LABELS`` labels every
+    row is sorted with its labels (:func:`_lrap_sorted_rows`); with more, the positive labels' ranks are counted in
+    a compiled pass over each row (:func:`_lrap_searched`).
     Both agree with scikit-learn to rounding (tests/test_metrics.py; `benchmarks/bench_metrics.py`)."""
     per_row, keep = _lrap_per_row(Y_true, Y_score, "lrap")
     if not keep.any():
@@ -83,13 +83,15 @@ def _lrap_per_row(Y_true, Y_score, name: str) -> tuple[np.ndarray, np.ndarray]:
         # a diverging model (e.g. a boosting candidate at a large learning rate): its ranking is undefined, so the
         # staged selection skips that stage instead of failing the tuning job (scikit-learn refuses such scores)
         raise UndefinedScore(f"{int((~np.isfinite(scores)).sum())} score(s) are NaN or infinite")
-    per_row[keep] = (_lrap_searched if scores.shape[1] >= _SEARCH_MIN_LABELS else _lrap_sorted_rows)(relevant, scores)
+    compiled = scores.shape[1] >= LRAP_COMPILED_MIN_LABELS
+    per_row[keep] = (_lrap_searched if compiled else _lrap_sorted_rows)(relevant, scores)
     return per_row, keep
 
 
-#: from this many labels on, LRAP searches the positive labels' scores in the sorted rows instead of sorting the
-#: labels with the rows (measured crossover about 60-100 labels, `benchmarks/bench_metrics.py`)
-_SEARCH_MIN_LABELS = 80
+#: from this many labels on, LRAP counts the positive labels' ranks in a compiled pass over each row instead of
+#: sorting the labels with the rows (the crossover of the whole-matrix search it replaced, about 60-100 labels,
+#: `benchmarks/bench_metrics.py`; kept, so that every score stays the number it was)
+LRAP_COMPILED_MIN_LABELS = 80
 
 
 def _lrap_sorted_rows(relevant, scores):
@@ -116,37 +118,13 @@ def _lrap_sorted_rows(relevant, scores):
 
 
 def _lrap_searched(relevant, scores):
-    """Per-row LRAP from the rows' sorted values: labels scoring >= s are d minus those scoring < s (a lower bound
-    in the ascending row), positive labels scoring >= s likewise among the row's positive scores."""
-    n, d = scores.shape
-    rows, cols = np.nonzero(relevant)                                 # row-major: labels in order within a row
-    counts = np.bincount(rows, minlength=n)
-    ptr = np.concatenate([[0], np.cumsum(counts)])
-    s = scores[rows, cols]
-    ascending = np.sort(scores, axis=1).ravel()
-    base = rows * d
-    rank_all = d - (_lower_bound(ascending, base, base + d, s) - base)
-    positive_sorted = s[np.lexsort((s, rows))]                        # each row's positive scores, ascending
-    start = ptr[rows]
-    rank_rel = counts[rows] - (_lower_bound(positive_sorted, start, ptr[rows + 1], s) - start)
-    per_row = np.add.reduceat(rank_rel / rank_all, ptr[:-1]) / counts
-    per_row[counts == d] = 1.0
-    return per_row
+    """Per-row LRAP counting each row's positive labels' ranks in one compiled pass (``forestbench._metrics``):
+    d comparisons per positive label for rows with few of them, d log m through a histogram otherwise. The same
+    numbers to the bit as the whole-matrix search it replaced (sorted rows, binary searches for all positive labels
+    at once; kept in tests/test_metrics.py as the oracle), 3x faster on delicious' validation rows (2584 x 983)."""
+    from forestbench._metrics import lrap_rows
 
-
-def _lower_bound(flat, lo, hi, values):
-    """For each query, the first position p in [lo, hi) of the ascending run ``flat[lo:hi]`` with
-    ``flat[p] >= value`` (``hi`` when there is none): a binary search run for all queries at once."""
-    lo, hi = lo.copy(), hi.copy()
-    steps = int(np.ceil(np.log2(int((hi - lo).max()) + 1))) if lo.size else 0
-    last = flat.size - 1
-    for _ in range(steps):
-        active = lo < hi
-        mid = (lo + hi) >> 1
-        right = active & (flat[np.minimum(mid, last)] < values)
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(active & ~right, mid, hi)
-    return lo
+    return lrap_rows(np.ascontiguousarray(relevant, dtype=np.uint8), np.ascontiguousarray(scores, dtype=np.float64))
 
 
 def coverage_error(Y_true, Y_score) -> float:
