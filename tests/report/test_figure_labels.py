@@ -74,3 +74,37 @@ def test_every_panel_of_a_log_time_axis_has_tick_labels():
         labels = figures.visible_tick_labels(ax.yaxis)
         assert len(labels) >= 2, (ax.get_title(), ax.get_ylim(), labels)
     figures.plt.close(fig)
+
+
+def test_a_curve_against_fit_time_puts_each_stage_at_one_place():
+    """Against the cumulative fit time, each repeat times a stage differently: the curve places the stage at the
+    mean of its repeats' times, so its line runs through the stages in order (it zigzagged between repeats, Figs
+    6.1-6.4); against the stage, nothing moves."""
+    from forestbench.report.experiment import stage_positions
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for variant, per_stage in (("gbmort", 0.01), ("st_gbrt", 0.03)):
+        for r in range(3):
+            speed = per_stage * (1 + 0.5 * r)                      # the repeats run at different speeds
+            for step in range(1, 21):
+                rows.append({"dataset": "friedman1_chain", "variant": variant, "repeat": r, "step": step,
+                             "stage_fit_s": speed * step * (1 + 0.05 * rng.random()),
+                             "value": 1 - 1 / step + 0.01 * r})
+    rows = pd.DataFrame(rows)
+    placed = stage_positions(rows, "stage_fit_s")
+    assert stage_positions(rows, "step").equals(rows)
+    for variant, group in placed.groupby("variant"):
+        per_stage = group.groupby("step")["stage_fit_s"]
+        assert (per_stage.nunique() == 1).all()
+        expected = rows[rows["variant"] == variant].groupby("step")["stage_fit_s"].mean()
+        np.testing.assert_allclose(per_stage.first().to_numpy(), expected.to_numpy())
+        assert np.all(np.diff(per_stage.first().to_numpy()) > 0)   # the line follows the stages
+    for data, points in ((placed, 20), (rows, 60)):         # one point per stage; before, one per repeat and stage
+        fig = figures.convergence_plot(data, "macro_r2", x="stage_fit_s", logx=True)
+        lengths = {len(line.get_xdata()) for line in fig.axes[0].get_lines() if len(line.get_xdata()) > 2}
+        assert lengths == {points}, lengths
+        figures.plt.close(fig)
+    # before: one point per repeat and stage, so the sorted times alternate between the repeats
+    raw = rows[rows["variant"] == "gbmort"].sort_values("stage_fit_s")
+    assert raw["repeat"].diff().fillna(0).ne(0).sum() > 10

@@ -479,7 +479,20 @@ def _convergence(ctx: Context, spec: dict, slug: str) -> Section:
     if x in rows.columns:
         rows = rows[rows[x].notna()]
     rows = _with_hue(ctx, ctx.restrict(rows, spec), hue, None)
+    rows = stage_positions(rows, x)
     return _line_figure(ctx, sec, slug, figures.convergence_plot, rows, metric, hue, x, bool(spec.get("logx")))
+
+
+def stage_positions(rows: pd.DataFrame, x: str) -> pd.DataFrame:
+    """Each stage of a variant at one place on the ``x`` axis: the mean over its repeats. The cumulative fit time
+    of a stage differs from repeat to repeat, and a line through every repeat's points in the order of their times
+    zigzags between repeats (Figs 6.1-6.4 against time); the stage's scores are then averaged at that one place,
+    with their spread over the repeats, as they are against the stage itself."""
+    if x == "step" or rows.empty:
+        return rows
+    rows = rows.copy()
+    rows[x] = rows.groupby(["dataset", "variant", "step"], sort=False)[x].transform("mean")
+    return rows
 
 
 def _reading_scores(finals: pd.DataFrame, test: pd.DataFrame, readings: list[str]) -> tuple[pd.DataFrame, int]:
