@@ -846,9 +846,8 @@ def test_single_label_forests_are_charged_by_label_frequency():
     delicious, bibtex, enron and corel5k picked by frequency, and the archived br-rf fits of six Table 6.5 sets).
     A tree on one label stops at pure nodes: delicious' rare labels grow 276-1224 nodes a tree, where a fully grown
     regression tree is charged 25 840. Charged as such (``forest_cost`` per output), br-rf asked 18.9 hours and
-    262 GB a delicious fit; the label model charges every measured forest 0.5-7.7x its CPU time (median 1.4x)
-    and its nodes 0.2-8.5x (a label with one positive row grows 5 nodes a tree, charged 1), where the
-    regression charge was 6-285x (median 52x)."""
+    262 GB a delicious fit; the label model charges every measured forest 0.7-7.7x its CPU time (median 1.4x)
+    and its nodes 0.5-8.5x, where the regression charge was 6-285x (median 52x)."""
     from forestbench.workflow.methods import get_method
 
     data = json.loads((Path(__file__).parent / "data" / "label_forest_measured_cpu.json").read_text())
@@ -865,9 +864,9 @@ def test_single_label_forests_are_charged_by_label_frequency():
         regression = get_method("st_random_forest").cost_of(e["n"], e["p"], d, params, sparse=e["sparse"],
                                                             density=e["input_density"])
         old.append(regression.fit_seconds / e["cpu_s"])
-    assert 0.5 <= min(times) and max(times) <= 8.0, (min(times), max(times))
+    assert 0.65 <= min(times) and max(times) <= 8.0, (min(times), max(times))
     assert 1.0 <= float(np.median(times)) <= 2.5
-    assert 0.15 <= min(sizes) and max(sizes) <= 9.0, (min(sizes), max(sizes))
+    assert 0.4 <= min(sizes) and max(sizes) <= 9.0, (min(sizes), max(sizes))
     assert float(np.median(old)) > 10 * float(np.median(times))   # what the label model replaces
 
 
@@ -887,6 +886,9 @@ def test_single_label_forest_charge_bounds_the_labels_it_averages():
         assert each <= 50 * mean * (1 + 1e-12)
     grid = [R.label_forest_cost(5000, 100, params, f).fit_seconds for f in np.linspace(0.0, 1.0, 21)]
     assert max(grid) == grid[10] and grid[0] < grid[1]
+    for n in (20, 300, 12920):      # concave on small training parts too, down to frequencies below one row
+        charge = [R.label_forest_cost(n, 100, params, f).fit_seconds for f in np.linspace(0.0, 0.5, 2001)]
+        assert np.diff(charge, 2).max() <= 1e-12 * max(charge)
     method = get_method("st_random_forest")
     unknown = method.cost_of(5000, 100, 20, params, task="multilabel")
     assert unknown == method.cost_of(5000, 100, 20, params, label_density=0.5)

@@ -479,13 +479,13 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
 #: as ``a * m**b * n**c`` over m = n * min(f, 1 - f), the rows of the label's rarer value (f its frequency): 100-tree
 #: forests on 30 labels of delicious, bibtex, enron and corel5k (12 920 / 4 880 / 1 123 / 4 500 training rows,
 #: frequencies 0-54 %) and the archived Table 6.5 forests of six sets (tests/data/label_forest_measured_cpu.json),
-#: within 0.5-2.5x of most, up to 8.5x of labels that a few features decide, 0.2x of a label with one positive row
-#: (delicious' rare labels hold 276 nodes a tree where ``tree_nodes`` says 25 840)
+#: within 0.5-2.5x of each, up to 8.5x of labels that a few features decide (delicious' rare labels hold 276 nodes
+#: a tree where ``tree_nodes`` says 25 840); with the root added, so that it is concave in the frequency
 LABEL_TREE_NODES = (0.0508, 0.58, 0.71)
 #: seconds of one such tree, fit and prediction: LABEL_LEVEL_S per (candidate feature x training row x level,
-#: log2 of its nodes), LABEL_NODE_S per (candidate feature x node) and LABEL_ROW_S per stored input value. Fitted
+#: log2 of its nodes + 1), LABEL_NODE_S per (candidate feature x node) and LABEL_ROW_S per stored input value. Fitted
 #: on the same measurements (CPU seconds, taken beside two other jobs) and doubled. With the nodes above, the model
-#: charges the measured forests 0.5-7.7x their CPU (median 1.4x; delicious' labels 0.7-1.1x, its whole br-rf fit
+#: charges the measured forests 0.7-7.7x their CPU (median 1.4x; delicious' labels 0.7-1.8x, its whole br-rf fit
 #: 41 min where its probed labels sum to about 40; labels that one feature decides, as genbase's and a 13 % label
 #: of bibtex, 3.4x and 7.7x); charged as fully grown regression trees they were 6-285x (median 52x)
 LABEL_LEVEL_S = 3.5e-9
@@ -494,15 +494,12 @@ LABEL_ROW_S = 1.5e-9
 
 
 def label_tree_nodes(n: int, frequency: float) -> float:
-    """Nodes of one fully grown tree fitted on ``n`` rows to a 0/1 label of the given frequency (at most ``2 n - 1``,
-    at least 1: a label without its rarer value grows a root alone). Below one row of the rarer value (a mean
-    frequency can be), linear between that root and the nodes of one such row, so that the charge stays concave."""
+    """Nodes of one fully grown tree fitted on ``n`` rows to a 0/1 label of the given frequency: the root plus
+    ``LABEL_TREE_NODES``' law (a label without its rarer value grows a root alone), at most ``2 n - 1``. Concave in
+    the frequency, as a mean frequency's charge must be to bound the labels'."""
     a, b, c = LABEL_TREE_NODES
     rarer = n * min(frequency, 1.0 - frequency)
-    one_row = max(1.0, min(2.0 * n - 1.0, a * n ** c))
-    if rarer < 1.0:
-        return 1.0 + rarer * (one_row - 1.0)
-    return max(1.0, min(2.0 * n - 1.0, a * rarer ** b * n ** c))
+    return min(2.0 * n - 1.0, 1.0 + a * rarer ** b * n ** c)
 
 
 def label_forest_cost(n: int, p: int, params: dict, frequency: float, *, sparse: bool = False,
@@ -514,7 +511,7 @@ def label_forest_cost(n: int, p: int, params: dict, frequency: float, *, sparse:
     n_estimators = max(1, _positive_int(params.get("n_estimators")) or DEFAULT_N_ESTIMATORS)
     k = candidate_features(params.get("max_features", 1.0), p)
     nodes = label_tree_nodes(n, frequency)
-    per_tree = (LABEL_LEVEL_S * k * n * math.log2(max(nodes, 2.0)) + LABEL_NODE_S * k * nodes
+    per_tree = (LABEL_LEVEL_S * k * n * math.log2(1.0 + nodes) + LABEL_NODE_S * k * nodes
                 + LABEL_ROW_S * n * stored_per_row(p, sparse, density))
     leaves = max(1, math.ceil((nodes + 1.0) / 2.0))
     return Cost(n_estimators * per_tree, forest_mb(n, 1, n_estimators, max_leaf_nodes=leaves))
