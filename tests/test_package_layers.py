@@ -16,7 +16,7 @@ from test_module_structure import PACKAGE, SRC, import_graph  # noqa: E402
 LAYERS = [
     ("shared utilities", {"errors", "_io", "validation", "_label_layout"}),
     ("datasets", {"datasets"}),
-    ("kernel and shared library", {"tree", "linear", "projections", "metrics", "stats", "_target_scale"}),
+    ("kernel and shared library", {"tree", "linear", "projections", "metrics", "_metrics", "stats", "_target_scale"}),
     ("family: output-projection forests", {"forest"}),
     ("family: gradient boosting", {"boosting"}),
     ("families built on forests: compression, deep cascades", {"compression", "deep"}),
