@@ -61,8 +61,9 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_every_top_level_unit_has_a_layer():
+    # a unit is a module (Python, or a Cython kernel compiled into one) or a package
     units = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
-             if (p.is_file() and p.suffix == ".py") or (p.is_dir() and (p / "__init__.py").exists())}
+             if (p.is_file() and p.suffix in (".py", ".pyx")) or (p.is_dir() and (p / "__init__.py").exists())}
     units = {"" if u == "__init__" else u for u in units}
     for unit in units:
         _layer_of(unit)
