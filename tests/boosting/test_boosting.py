@@ -76,12 +76,14 @@ def test_rpo_on_identical_outputs_equals_gbmort(projection):
     np.testing.assert_allclose(rpo.predict(X), mort.predict(X), atol=1e-8)
 
 
-def test_relabel_with_identity_projection_equals_gbmort():
-    X, Y = _regression(n=120, d=4)
+@pytest.mark.parametrize("d", [4, 13, 20])
+def test_relabel_with_identity_projection_equals_gbmort(d):
+    # the projection sums 8 projected columns at a time (_loop._project): one block, one and a part, two and a part
+    X, Y = _regression(n=120, d=d)
     mort = GBMORTRegressor(n_estimators=25, learning_rate=0.5, max_leaf_nodes=5).fit(X, Y)
     # q = d rows of the identity drawn without replacement: a permutation of the outputs
     relabel = GBRTRelabelRPORegressor(n_estimators=25, learning_rate=0.5, max_leaf_nodes=5,
-                                      output_projection="subsample", n_components=4, random_state=1).fit(X, Y)
+                                      output_projection="subsample", n_components=d, random_state=1).fit(X, Y)
     np.testing.assert_allclose(relabel.predict(X), mort.predict(X), atol=1e-8)
 
 

@@ -268,6 +268,11 @@ def _check_boost_inputs(X, Y, F0, algo_name, loss_name, n_iter, max_leaf_nodes, 
             raise _shape_error("Y_val", Y_val, f"({X_val.shape[0]}, {d}): X_val's rows and Y's outputs")
 
 
+cdef enum:
+    PROJECT_BLOCK = 8             # projected columns summed together (the gradient is read once per block)
+    TILE = 64                     # side of the tiles of the output-major -> row-major copies
+
+
 cdef struct Loop:
     # what one fit reads and writes while it runs without the GIL (set up by boost())
     int algo
@@ -293,6 +298,7 @@ cdef struct Loop:
     intp_t* leaf                  # leaf of each training sample in the last tree
     float64_t* gcol               # one output's tree prediction per sample
     float64_t* phi                # projection (q, d)
+    float64_t* zacc               # PROJECT_BLOCK projected columns being summed, each contiguous over the samples
     intp_t* perm
     float64_t* rho
     intp_t n_bounded              # line searches of the current stage that the logistic step bound decided
@@ -310,7 +316,7 @@ cdef struct Loop:
 cdef intp_t _stage_targets(Loop* L, intp_t t) noexcept nogil:
     """Negative gradient and the split / leaf targets of the t-th tree of a stage; returns the output the tree
     predicts (st) or -1 (a tree for every output)."""
-    cdef intp_t n = L.n, d = L.d, q = L.q, i, j, k, out
+    cdef intp_t n = L.n, d = L.d, q = L.q, j, k, out
     cdef float64_t v
     cdef float64_t* Yt = L.Yt
     cdef float64_t* Ft = L.Ft
@@ -343,23 +349,58 @@ cdef intp_t _stage_targets(Loop* L, intp_t t) noexcept nogil:
         else:
             column_gradient(L.loss, Yt + j * n, Ft + j * n, Rt + j * n, n)
     if L.algo == MORT:
-        for i in range(n):
-            for j in range(d):
-                Zb[i * d + j] = Rt[j * n + i]
+        _to_row_major(Rt, n, d, Zb)
         return -1
     _draw_projection(L.pkind, q, d, L.phi, L.perm, &L.pstate)
-    memset(Zb, 0, n * q * sizeof(float64_t))
-    for k in range(q):
-        for j in range(d):
-            v = L.phi[k * d + j]
-            if v != 0.0:
-                for i in range(n):
-                    Zb[i * q + k] += v * Rt[j * n + i]
+    _project(L.phi, Rt, n, d, q, L.zacc, Zb)
     if L.algo == RELABEL:
-        for i in range(n):
-            for j in range(d):
-                Lb[i * d + j] = Rt[j * n + i]
+        _to_row_major(Rt, n, d, Lb)
     return -1
+
+
+cdef void _project(const float64_t* phi, const float64_t* Rt, intp_t n, intp_t d, intp_t q, float64_t* acc,
+                   float64_t* Z) noexcept nogil:
+    """Z (n, q, row-major) = the gradient Rt (d, n, output-major) projected by phi (q, d). PROJECT_BLOCK projected
+    columns are summed at a time, each in a contiguous buffer, so that the gradient (n x d doubles, beyond any
+    cache on the multi-label sets) is read once per block rather than once per projected column, and no sum writes
+    with a stride of q doubles; then they are scattered into Z. Every entry is the same sum as before, in the
+    same order: 0, then phi[k, j] * r[j, i] added for j = 0, 1, ... wherever phi[k, j] is not 0."""
+    cdef intp_t kb, nb, b, j, i
+    cdef float64_t v
+    cdef const float64_t* r
+    cdef float64_t* a
+    kb = 0
+    while kb < q:
+        nb = min(<intp_t> PROJECT_BLOCK, q - kb)
+        memset(acc, 0, nb * n * sizeof(float64_t))
+        for j in range(d):
+            r = Rt + j * n
+            for b in range(nb):
+                v = phi[(kb + b) * d + j]
+                if v != 0.0:
+                    a = acc + b * n
+                    for i in range(n):
+                        a[i] += v * r[i]
+        for i in range(n):
+            for b in range(nb):
+                Z[i * q + kb + b] = acc[b * n + i]
+        kb += PROJECT_BLOCK
+
+
+cdef void _to_row_major(const float64_t* Rt, intp_t n, intp_t d, float64_t* out) noexcept nogil:
+    """out (n, d, row-major) = Rt (d, n): copied in tiles of TILE x TILE, so that both sides are read and written
+    a cache line at a time."""
+    cdef intp_t i0 = 0, j0, i, j, i1, j1
+    while i0 < n:
+        i1 = min(i0 + TILE, n)
+        j0 = 0
+        while j0 < d:
+            j1 = min(j0 + TILE, d)
+            for i in range(i0, i1):
+                for j in range(j0, j1):
+                    out[i * d + j] = Rt[j * n + i]
+            j0 += TILE
+        i0 += TILE
 
 
 cdef intp_t _grow_tree(Loop* L, Model* M, PresortBuilder pbuilder, TreeBuilder builder,
@@ -507,11 +548,12 @@ cdef int _alloc_scratch(Loop* L, intp_t max_leaf_nodes) except -1:
     L.leaf = <intp_t*> malloc(L.n * sizeof(intp_t))
     L.gcol = <float64_t*> malloc(L.n * sizeof(float64_t))
     L.phi = <float64_t*> malloc(max(L.q, 1) * L.d * sizeof(float64_t))
+    L.zacc = <float64_t*> malloc(max(min(L.q, PROJECT_BLOCK) * L.n, 1) * sizeof(float64_t))
     L.perm = <intp_t*> malloc(L.d * sizeof(intp_t))
     L.rho = <float64_t*> malloc(L.d * sizeof(float64_t))
     L.work = <WPair*> malloc((L.n + 1) * sizeof(WPair))
     L.tab = <float64_t*> malloc((3 * max_leaf_nodes + 3) * sizeof(float64_t))
-    if (L.leaf == NULL or L.gcol == NULL or L.phi == NULL or L.perm == NULL or L.rho == NULL
+    if (L.leaf == NULL or L.gcol == NULL or L.phi == NULL or L.zacc == NULL or L.perm == NULL or L.rho == NULL
             or L.work == NULL or L.tab == NULL):
         raise MemoryError()
     return 0
@@ -521,6 +563,7 @@ cdef void _free_scratch(Loop* L) noexcept nogil:
     free(L.leaf)
     free(L.gcol)
     free(L.phi)
+    free(L.zacc)
     free(L.perm)
     free(L.rho)
     free(L.work)

@@ -16,6 +16,10 @@ C_ITERATION = 1.0e-6
 #: the presort of sparse (0/1) inputs against dense ones: measured 0.24-0.30 of the dense charge on the five sparse
 #: multi-label sets (their columns are mostly one run of zeros)
 SPARSE_PRESORT = 0.3
+#: seconds per (sample x output x projected column) of projecting the gradient (gbrt-rpo, gbrt-relabel-rpo), for the
+#: projection's non-zero entries: 0.31 ns measured on the delicious-like problem of benchmarks/bench_relabel_q.py
+#: (Gaussian, q = 100 and 983), with a margin
+C_PROJECT = 0.4e-9
 
 
 def _int(value, default):
@@ -52,10 +56,27 @@ def boosting_cost(n, p, d, params, *, sparse=False, density=None, mode="mort"):
         presort *= SPARSE_PRESORT
     else:
         tree = C_TREE * n * (k * (1.0 + q / 4.0) * levels + p) + C_ITERATION
-    seconds = presort + trees * (tree + C_OUTPUT * n * outputs * factor)
+    seconds = presort + trees * (tree + C_OUTPUT * n * outputs * factor + _projection_seconds(n, d, params, mode))
     nodes = 2 * leaves - 1
     model_mb = trees * (nodes * 40 + leaves * 8 * width + (8 * d if mode == "rpo" else 0)) / 2 ** 20
     return Cost(seconds * 1.25, model_mb)
+
+
+def _projection_seconds(n, d, params, mode):
+    """One iteration's projection of the n x d gradient onto q columns (gbrt-rpo: q = 1; gbrt-relabel-rpo: its
+    ``n_components``), by the projection's non-zero entries: all of a Gaussian one, a third of an Achlioptas one,
+    1 / sqrt(d) of a sparse one, one a column of a sub-sampling (the estimators' default). 0 for st-gbrt and
+    gbmort, which project nothing."""
+    import math
+
+    from forestbench.workflow.resources import split_outputs
+
+    kind = params.get("output_projection")
+    if mode == "st" or (mode == "mort" and kind in (None, "none", "identity")):
+        return 0.0
+    q = 1 if mode == "rpo" else split_outputs(params, d)
+    share = {"gaussian": 1.0, "achlioptas": 1.0 / 3.0, "sparse": 1.0 / math.sqrt(max(d, 1))}.get(kind, 1.0 / max(d, 1))
+    return C_PROJECT * n * d * q * share
 
 
 def st_boosting_cost(n, p, d, params, *, sparse=False, density=None):
