@@ -363,8 +363,8 @@ cdef void _project(const float64_t* phi, const float64_t* Rt, intp_t n, intp_t d
     """Z (n, q, row-major) = the gradient Rt (d, n, output-major) projected by phi (q, d). PROJECT_BLOCK projected
     columns are summed at a time, each in a contiguous buffer, so that the gradient (n x d doubles, beyond any
     cache on the multi-label sets) is read once per block rather than once per projected column, and no sum writes
-    with a stride of q doubles; then they are scattered into Z. Every entry is the same sum as before, in the
-    same order: 0, then phi[k, j] * r[j, i] added for j = 0, 1, ... wherever phi[k, j] is not 0."""
+    with a stride of q doubles; then they are scattered into Z. Every entry is the sum a column-by-column loop
+    forms, in the same order: 0, then phi[k, j] * r[j, i] added for j = 0, 1, ... wherever phi[k, j] is not 0."""
     cdef intp_t kb, nb, b, j, i
     cdef float64_t v
     cdef const float64_t* r

@@ -69,11 +69,11 @@ def _projection_seconds(n, d, params, mode):
     gbmort, which project nothing."""
     import math
 
-    from forestbench.workflow.resources import split_outputs
+    from forestbench.workflow.resources import _projects, split_outputs
 
-    kind = params.get("output_projection")
-    if mode == "st" or (mode == "mort" and kind in (None, "none", "identity")):
+    if mode == "st" or (mode == "mort" and not _projects(params)):
         return 0.0
+    kind = params.get("output_projection")
     q = 1 if mode == "rpo" else split_outputs(params, d)
     share = {"gaussian": 1.0, "achlioptas": 1.0 / 3.0, "sparse": 1.0 / math.sqrt(max(d, 1))}.get(kind, 1.0 / max(d, 1))
     return C_PROJECT * n * d * q * share
