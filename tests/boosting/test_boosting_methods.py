@@ -64,6 +64,25 @@ def test_single_target_forest_is_one_forest_per_output():
     np.testing.assert_array_equal(P, P2)
 
 
+def test_single_target_forest_passes_the_constant_feature_rule():
+    # sparse binary inputs, where most features are constant in a small node: scikit-learn's rule (constant features
+    # drawn count towards k) grows other trees than ours, and every output's forest must get the rule
+    from forestbench.forest import RandomForestRegressor
+    rng = np.random.default_rng(0)
+    X = (rng.random((120, 40)) < 0.05).astype(float)
+    Y = (X[:, :3] + (rng.random((120, 3)) < 0.2) > 0).astype(float)
+    ours = SingleTargetForestRegressor(n_estimators=5, max_features=3, random_state=2).fit(X, Y)
+    sk = SingleTargetForestRegressor(n_estimators=5, max_features=3, count_constant_features=True,
+                                     random_state=2).fit(X, Y)
+    assert all(f.count_constant_features for f in sk.estimators_)
+    assert not any(f.count_constant_features for f in ours.estimators_)
+    seed = sk.estimators_[2].random_state
+    one = RandomForestRegressor(n_estimators=5, max_features=3, count_constant_features=True,
+                                random_state=seed).fit(X, Y[:, 2:3])
+    np.testing.assert_array_equal(sk.predict(X)[:, 2], np.asarray(one.predict(X)).ravel())
+    assert not np.array_equal(sk.predict(X), ours.predict(X))
+
+
 def test_sklearn_peer_equals_st_gbrt_on_tie_free_data():
     from forestbench.boosting._gradient_boosting import STGradientBoostingRegressor
     from forestbench.peers._boosting_libraries import SklearnGBRTPerOutput

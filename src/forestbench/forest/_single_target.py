@@ -19,6 +19,8 @@ class SingleTargetForestRegressor(MultiOutputMixin, RegressorMixin, BaseEstimato
     Output ``j``'s forest is seeded with the ``j``-th child of ``numpy.random.SeedSequence(random_state)``, so the
     model depends neither on ``n_jobs`` nor on the other outputs. ``n_jobs`` is passed to each forest (threads over
     its trees). ``predict`` returns one column per output (the label frequencies for 0/1 labels).
+    ``count_constant_features`` is the forests' rule for features constant in a node
+    (:class:`forestbench.forest.RandomForestRegressor`): ``True`` draws as scikit-learn's trees do.
     """
 
     _parameter_constraints: dict = {
@@ -29,18 +31,20 @@ class SingleTargetForestRegressor(MultiOutputMixin, RegressorMixin, BaseEstimato
         "min_samples_split": [Interval(numbers.Integral, 2, None, closed="left")],
         "min_samples_leaf": [Interval(numbers.Integral, 1, None, closed="left")],
         "bootstrap": ["boolean"],
+        "count_constant_features": ["boolean"],
         "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
     }
 
     def __init__(self, n_estimators=100, *, max_features="sqrt", max_depth=None, min_samples_split=2,
-                 min_samples_leaf=1, bootstrap=True, n_jobs=None, random_state=None):
+                 min_samples_leaf=1, bootstrap=True, count_constant_features=False, n_jobs=None, random_state=None):
         self.n_estimators = n_estimators
         self.max_features = max_features
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
         self.bootstrap = bootstrap
+        self.count_constant_features = count_constant_features
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -68,7 +72,7 @@ class SingleTargetForestRegressor(MultiOutputMixin, RegressorMixin, BaseEstimato
             forest = RandomForestRegressor(
                 n_estimators=self.n_estimators, max_features=self.max_features, max_depth=self.max_depth,
                 min_samples_split=self.min_samples_split, min_samples_leaf=self.min_samples_leaf,
-                bootstrap=self.bootstrap, n_jobs=self.n_jobs,
+                bootstrap=self.bootstrap, count_constant_features=self.count_constant_features, n_jobs=self.n_jobs,
                 random_state=int(child.generate_state(1, dtype=np.uint32)[0]))
             self.estimators_.append(forest.fit(X, Y[:, j:j + 1]))
         self.n_outputs_ = Y.shape[1]
