@@ -389,6 +389,32 @@ def test_presorted_builder_grows_the_kernels_trees(cls, max_features, d):
         assert a.train_loss_[-1] < 0.5 * a.train_loss_[0] and b.train_loss_[-1] < 0.5 * b.train_loss_[0]
 
 
+@pytest.mark.parametrize("tree_builder", ["presort", "kernel"])
+def test_constant_feature_rule(tree_builder):
+    # two non-constant inputs among 40 (the others all 0): the default rule scores both at every node, so k = 2
+    # grows the trees of k = p; scikit-learn's rule stops after two draws once one non-constant feature is scored,
+    # so almost every stump sees only one of the two, drawn at random: about half split on the useless input 1
+    rng = np.random.default_rng(5)
+    X = np.zeros((200, 40), dtype=np.float32)
+    X[:, 0] = rng.uniform(size=200)
+    X[:, 1] = rng.uniform(size=200)
+    Y = 5.0 * (X[:, :1] > 0.5) + np.zeros((200, 2))
+    kw = dict(n_estimators=60, learning_rate=0.1, max_leaf_nodes=2, random_state=0, tree_builder=tree_builder)
+    every = GBMORTRegressor(**kw).fit(X, Y)
+    ours = GBMORTRegressor(**kw, max_features=2).fit(X, Y)
+    sk = GBMORTRegressor(**kw, max_features=2, count_constant_features=True).fit(X, Y)
+    np.testing.assert_array_equal(ours.train_scores_, every.train_scores_)
+
+    def share_on_input_1(est):
+        m = est._model
+        split = m["left"] != -1
+        return float(np.mean(m["feature"][split] == 1))
+
+    assert share_on_input_1(ours) == 0.0
+    assert 0.3 < share_on_input_1(sk) < 0.7
+    assert sk.score(X, Y) < ours.score(X, Y)
+
+
 @pytest.mark.parametrize("cls", ALL)
 def test_compiled_validation_scores_equal_staged_predict(cls):
     from sklearn.metrics import r2_score

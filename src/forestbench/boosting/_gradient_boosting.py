@@ -27,6 +27,9 @@ the choice is documented in config/README.md, "Gradient tree boosting"; what the
 Trees: ``tree_builder="presort"`` (default) grows each tree from feature orders computed once per fit (X does not
 change between iterations), choosing exactly the splits the forestbench kernel's best splitter would choose;
 ``"kernel"`` calls the kernel's own builder every iteration (it re-sorts the node's values at every node).
+``count_constant_features``: with ``max_features`` below p, a node scores ``max_features`` non-constant features
+(the default) or, when true, ``max_features`` drawn ones, constant features included, drawing on only until one
+non-constant feature is scored (scikit-learn's trees, on which the papers' boosting ran).
 
 Fitted records: ``stage_n_trees_`` (cumulative number of trees after each stage), ``stage_fit_seconds_``
 (cumulative fit wall seconds), ``stage_bounded_steps_`` (line searches of each stage decided by the logistic step
@@ -116,11 +119,12 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
         "monitor_train_loss": ["boolean"],
         "tree_builder": [StrOptions({"presort", "kernel"})],
         "line_search": [StrOptions({"newton", "brent"})],
+        "count_constant_features": ["boolean"],
     }
 
     def __init__(self, n_estimators=100, *, learning_rate=0.1, loss="square", max_leaf_nodes=8,
                  max_features=None, random_state=None, monitor_train_loss=False, tree_builder="presort",
-                 line_search="newton"):
+                 line_search="newton", count_constant_features=False):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.loss = loss
@@ -130,6 +134,7 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.monitor_train_loss = monitor_train_loss
         self.tree_builder = tree_builder
         self.line_search = line_search
+        self.count_constant_features = count_constant_features
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -229,7 +234,7 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
                             int(self.max_features_), projection, int(q), tree_seed, proj_seed,
                             bool(self.monitor_train_loss), self.tree_builder == "presort",
                             None if val is None else val[0], None if val is None else val[1],
-                            self.line_search == "brent")
+                            self.line_search == "brent", bool(self.count_constant_features))
         # the public init_, scores and losses are in the units of y (squared errors may overflow to inf there)
         square_scale = scale * scale
         loss_scale = square_scale if self.loss == "square" else scale
@@ -344,11 +349,12 @@ class _ProjectedBoosting(_BaseBoosting):
 
     def __init__(self, n_estimators=100, *, learning_rate=0.1, loss="square", max_leaf_nodes=8,
                  max_features=None, output_projection="subsample", n_components=1, random_state=None,
-                 monitor_train_loss=False, tree_builder="presort", line_search="newton"):
+                 monitor_train_loss=False, tree_builder="presort", line_search="newton",
+                 count_constant_features=False):
         super().__init__(n_estimators, learning_rate=learning_rate, loss=loss, max_leaf_nodes=max_leaf_nodes,
                          max_features=max_features, random_state=random_state,
                          monitor_train_loss=monitor_train_loss, tree_builder=tree_builder,
-                         line_search=line_search)
+                         line_search=line_search, count_constant_features=count_constant_features)
         self.output_projection = output_projection
         self.n_components = n_components
 
@@ -391,11 +397,11 @@ class ArtificialGBRTRegressor(_BaseBoosting):
 
     def __init__(self, n_estimators=100, *, strategy="first_output", learning_rate=0.1, loss="square",
                  max_leaf_nodes=8, max_features=None, random_state=None, monitor_train_loss=False,
-                 tree_builder="presort", line_search="newton"):
+                 tree_builder="presort", line_search="newton", count_constant_features=False):
         super().__init__(n_estimators, learning_rate=learning_rate, loss=loss, max_leaf_nodes=max_leaf_nodes,
                          max_features=max_features, random_state=random_state,
                          monitor_train_loss=monitor_train_loss, tree_builder=tree_builder,
-                         line_search=line_search)
+                         line_search=line_search, count_constant_features=count_constant_features)
         self.strategy = strategy
 
     @property

@@ -573,12 +573,14 @@ cdef void _free_scratch(Loop* L) noexcept nogil:
 def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learning_rate,
           intp_t max_leaf_nodes, intp_t max_features, str projection, intp_t q,
           unsigned long long tree_seed, unsigned long long proj_seed, bint track_loss=False,
-          bint presort=True, X_val=None, Y_val=None, bint brent=False):
+          bint presort=True, X_val=None, Y_val=None, bint brent=False, bint count_constant_features=False):
     """Run gradient boosting. X: float32 (n, p) C or Fortran; Y: float64 (n, d), already coded for the loss
     (logistic: -1/+1); F0: float64 (d,) initial constants. Returns a dict of model arrays and stage records.
 
     With X_val (float32) and Y_val (float64, coded as Y), the validation scores are updated in the loop and the
     per-output sum of squared errors of the scores after each stage is returned as ``val_sse`` (n_stages, d).
+    ``count_constant_features``: the trees' rule for features constant in a node (scikit-learn's when true; see
+    ``forestbench.tree._presort.PresortBuilder``).
     """
     # the stage times count from here: the one-off work (copies, the sort of every input column) is included
     cdef float64_t t_start = _now()
@@ -626,9 +628,11 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     leaf_targets = LeafTargets(L.width, L_arr)
     partitioner = DensePartitioner(X)
     splitter = Splitter(criterion, partitioner, leaf_targets, np.arange(n, dtype=np.intp), None,
-                        p, max_features, 1, 0.0, False, tree_seed, False)
+                        p, max_features, 1, 0.0, False, tree_seed, count_constant_features)
     cdef TreeBuilder builder = TreeBuilder(splitter, L.width, False, n + 1, 2, 1, 0.0, 0.0, max_leaf_nodes, 0.0)
-    cdef PresortBuilder pbuilder = PresortBuilder(X, max_leaf_nodes, max_features) if presort else None
+    cdef PresortBuilder pbuilder = None
+    if presort:
+        pbuilder = PresortBuilder(X, max_leaf_nodes, max_features, count_constant_features)
     L.tstate = seed_state(tree_seed)
     L.pstate = proj_seed if proj_seed != 0 else 88172645463325252ULL
 

@@ -20,6 +20,7 @@ cdef struct Candidate:
 cdef class PresortBuilder:
     cdef object _keep
     cdef intp_t n, p, max_leaf_nodes, max_features
+    cdef bint count_constant_features
     cdef int32_t* master_idx      # p x n: samples of each feature in increasing value order
     cdef float32_t* master_val
     cdef int32_t* idx             # working copies, partitioned per node

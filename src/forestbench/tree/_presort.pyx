@@ -125,7 +125,9 @@ cdef class PresortBuilder:
     forestbench kernel's best splitter does: thresholds halfway between consecutive distinct values (values closer
     than 1e-7 are equal), the multi-output variance proxy sum_k S_L,k^2 / n_L + S_R,k^2 / n_R, a later candidate
     must be better by a relative 1e-10, features visited in index order when all are candidates, else
-    ``max_features`` non-constant features drawn without replacement; the frontier is expanded by largest impurity
+    ``max_features`` non-constant features drawn without replacement (``count_constant_features``: ``max_features``
+    draws, constant features among them, and more only until one non-constant feature is scored: scikit-learn's
+    rule, the kernel splitter's option of the same name); the frontier is expanded by largest impurity
     decrease (ties: smaller node id). A node's children are only evaluated while a split is still allowed.
 
     With many split targets (q >= 8, gbmort's gradient) and every feature scored, the two-valued features of a node
@@ -160,7 +162,7 @@ cdef class PresortBuilder:
         self.bin_counts = NULL
         self.cap_bq = 0
 
-    def __init__(self, X, intp_t max_leaf_nodes, intp_t max_features):
+    def __init__(self, X, intp_t max_leaf_nodes, intp_t max_features, bint count_constant_features=False):
         cdef intp_t n = X.shape[0], p = X.shape[1], f, r
         order = np.argsort(X, axis=0, kind="stable").T.astype(np.int32)      # (p, n)
         values = np.take_along_axis(np.asarray(X), order.T.astype(np.intp), axis=0).T.astype(np.float32)
@@ -173,6 +175,7 @@ cdef class PresortBuilder:
         self.p = p
         self.max_leaf_nodes = max_leaf_nodes
         self.max_features = max_features
+        self.count_constant_features = count_constant_features
         self.master_idx = &ov[0, 0] if n * p > 0 else NULL
         self.master_val = &vv[0, 0] if n * p > 0 else NULL
         self.idx = <int32_t*> malloc(max(n * p, 1) * sizeof(int32_t))
@@ -344,7 +347,12 @@ cdef class PresortBuilder:
                 f = fi
                 fi += 1
             else:
-                if n_scored >= self.max_features or n_drawn >= self.p:
+                if n_drawn >= self.p:
+                    break
+                if self.count_constant_features:
+                    if n_drawn >= self.max_features and n_scored > 0:
+                        break
+                elif n_scored >= self.max_features:
                     break
                 k = rand_int(n_drawn, self.p, state)
                 tmp = self.feats[n_drawn]
