@@ -133,6 +133,43 @@ def test_chunks_of_a_split_not_fitted_yet_are_kept_in_git_until_its_record_is(se
     assert archive.read_archived(tuning / "repeat-1/chunk-1.json.gz") == chunk_bytes
 
 
+def test_budget_measurements_are_kept_until_every_budget_of_their_dataset_is(tmp_path):
+    """A time budget cut off mid-way (end of a sitting) keeps every candidate it timed: the dataset's shared
+    measurements are archived while one of its budgets is unfinished and restored on a fresh machine, so the
+    budget job measures only what is left; once every budget is archived they are left out and pruned."""
+    config = tiny_config()
+    config["experiments"]["tiny"]["methods"][1]["tune"] = {
+        **TUNE, "budget": {"multiple": 50, "reference": {"method": "gbmort", "params": {"max_leaf_nodes": 2}}}}
+    configfile = write_config(tmp_path / "tiny.yaml", config)
+    plan = archive._plan(configfile)
+    results = tmp_path / "results"
+    fake_results(results, plan)
+    timings = results / "tuning/tiny/linnerud/budget-measurements"
+    for key, seconds in (("k1", 0.5), ("k2", 0.25)):
+        write_json(timings / f"{key}.json", {"fingerprint": key, "seconds_per_stage": seconds, "what": {}})
+    write_json(timings / "k3.json", {"fingerprint": "other", "seconds_per_stage": 1.0})     # a foreign file
+    write_json(timings / "k4.json", {"fingerprint": "k4", "seconds_per_stage": 0.0})        # not a measurement
+    out = archive.add(results, tmp_path / "archive", plan)
+    kept = tmp_path / "archive/tiny/tuning/linnerud/budget-measurements"
+    assert sorted(p.name for p in kept.glob("*")) == ["k1.json.gz", "k2.json.gz"]
+    assert len(out.refused) == 2 and all("not a finished budget measurement" in m for m in out.refused)
+    assert archive.read_archived(kept / "k1.json.gz") == (timings / "k1.json").read_bytes()
+
+    # a fresh machine: the timings come back under their results/ names (their fingerprints decide their reuse)
+    saved = (timings / "k2.json").read_bytes()
+    shutil.rmtree(results)
+    fake_data(tmp_path)
+    archive.restore(tmp_path / "archive", results, plan, data=tmp_path / "data")
+    assert (timings / "k2.json").read_bytes() == saved and not (timings / "k3.json").exists()
+
+    # the budget finishes: its file is archived, the timings are no longer needed and leave the archive
+    write_json(results / "tuning/tiny/linnerud/st/budget.json", {"caps": {"x": {"n_stages_max": 3}}})
+    out = archive.add(results, tmp_path / "archive", plan)
+    assert (tmp_path / "archive/tiny/tuning/linnerud/st/budget.json.gz").exists()
+    assert not kept.exists() and out.timed == 2 + 2
+    assert archive.add(results, tmp_path / "archive", plan).timed == 2 and not kept.exists()
+
+
 def test_add_refuses_unfinished_invalid_and_foreign_records(setup, capsys):
     tmp, configfile, plan, results, files = setup
     files["record-rf-0"].write_text('{"experiment": "tiny", "scor')                     # cut off

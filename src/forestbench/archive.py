@@ -9,6 +9,8 @@ produced, never the prepared data::
     archive/<experiment>/tuning/<dataset>/<variant>/budget.json.gz, candidates/<key>.json.gz (only those no
                                  finished chunk holds), repeat-<r>/chunk-<c>.json.gz, repeat-<r>/selected.json.gz,
                                  repeat-<r>/pending/chunk-<c>.json.gz (the chunks of a split not fitted yet)
+    archive/<experiment>/tuning/<dataset>/budget-measurements/<key>.json.gz
+                                 the budget jobs' timings of a dataset whose budgets are not all finished
     archive/<experiment>/imported/scores.csv, SOURCE.md        a scores table kept without its run records
 
 Every archived file is the exact bytes of its ``results/`` counterpart, gzip-compressed without a time stamp (the
@@ -45,6 +47,7 @@ ARCHIVE = Path("archive")
 SNAPSHOT = "experiment.json"
 IMPORTED = "imported"
 PENDING = "pending"      # archive/<E>/tuning/<d>/<v>/repeat-<r>/pending/: chunk files of splits not fitted yet
+MEASUREMENTS = "budget-measurements"   # tuning/<E>/<d>/budget-measurements/: the budget jobs' timings of a dataset
 TABLE_START = "<!-- archive-table:start -->"
 TABLE_END = "<!-- archive-table:end -->"
 # experiment keys that change how results are shown, not which results are produced (max_repeats only says how many
@@ -58,6 +61,7 @@ KINDS = {
     "candidate": ("tuning/{e}/*/*/candidates/*.json", 0),
     "chunk": ("tuning/{e}/*/*/repeat-*/chunk-*.json", 1),
     "selected": ("tuning/{e}/*/*/repeat-*/selected.json", 2),
+    "measurement": ("tuning/{e}/*/" + MEASUREMENTS + "/*.json", 0),
 }
 
 
@@ -108,6 +112,8 @@ def _kind_of(rel: str) -> str:
     name = rel.rsplit("/", 1)[-1]
     if rel.startswith("runs/"):
         return "record"
+    if f"/{MEASUREMENTS}/" in rel:
+        return "measurement"
     if "/candidates/" in rel:
         return "candidate"
     if name == "budget.json":
@@ -256,6 +262,13 @@ def _check_file(kind: str, rel: str, data: bytes, plan, experiment: str) -> None
     elif kind == "budget":
         if not isinstance(doc.get("caps"), dict):
             raise DataError(f"{where}: not a finished budget (no caps)")
+    elif kind == "measurement":
+        seconds = doc.get("seconds_per_stage")
+        if doc.get("fingerprint") != parts[-1].removesuffix(".json") or not (
+                isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds)
+                and seconds > 0):
+            raise DataError(f"{where}: not a finished budget measurement (needs the fingerprint of its name and a "
+                            "positive seconds_per_stage)")
     elif not {"params", "score"} <= set(doc):
         raise DataError(f"{where}: not a finished candidate (needs params, score)")
 
@@ -269,13 +282,15 @@ class Outcome:
     refused: list[str] = field(default_factory=list)    # messages
     covered: int = 0                                    # candidates a finished chunk file already holds
     pruned: int = 0                                     # pending chunk files whose split has its run record now
+    timed: int = 0                                      # budget measurements of datasets whose budgets are finished
     skipped: list[str] = field(default_factory=list)    # experiments the configuration does not have
     removed: list[str] = field(default_factory=list)    # archived files a reconfiguration made stale
     incomplete: list[str] = field(default_factory=list)  # restored records whose tuning inputs are missing
 
     def line(self, verb: str) -> str:
         extra = (f", {self.covered} tuning candidate(s) left to their chunk files, {self.pruned} pending chunk "
-                 f"file(s) pruned (their runs are finished), {len(self.refused)} refused")
+                 f"file(s) pruned (their runs are finished), {self.timed} budget measurement(s) left out or pruned "
+                 f"(their dataset's budgets are finished), {len(self.refused)} refused")
         return (f"{len(self.written)} file(s) {verb}, {self.unchanged} already there, {len(self.kept)} kept "
                 "(different content present)" + (extra if verb == "archived" else ""))
 
@@ -358,6 +373,34 @@ def reconfigure(archive: Path, plan, experiment: str) -> list[str]:
     return removed
 
 
+def _budgeted_variants(plan, experiment: str) -> list[str]:
+    """The variants of ``experiment`` whose tuning is time-budgeted (they have a budget job per dataset)."""
+    return [v.name for v in plan.experiments[experiment].runnable_variants
+            if v.tune and v.tune.get("budget")]
+
+
+def _budgets_finished(tuning_dir: Path, variants: list[str], suffix: str = "") -> bool:
+    """Whether every budgeted variant has its budget file in ``tuning_dir``, a dataset's tuning folder (of
+    results/, or of the archive with ``suffix`` ``.gz``)."""
+    return bool(variants) and all((tuning_dir / v / f"budget.json{suffix}").is_file() for v in variants)
+
+
+def _prune_measurements(archive: Path, plan, experiment: str) -> int:
+    """Remove the archived budget measurements of every dataset of ``experiment`` whose budgets are all archived:
+    the budget files hold what a later run needs (the caps), and the timings are hundreds of small files per
+    dataset. Returns how many were removed."""
+    variants = _budgeted_variants(plan, experiment)
+    removed = 0
+    for folder in sorted((archive / experiment / "tuning").glob(f"*/{MEASUREMENTS}")):
+        if _budgets_finished(folder.parent, variants, ".gz"):
+            for path in sorted(folder.glob("*.json.gz")):
+                path.unlink()
+                removed += 1
+            if not any(folder.iterdir()):
+                folder.rmdir()
+    return removed
+
+
 def add(results: Path, archive: Path, plan, experiments: list[str] | None = None, replace: bool = False,
         reconfigure_changed: bool = False) -> Outcome:
     """Copy every finished file of ``experiments`` (default: every experiment of the configuration with files under
@@ -392,7 +435,15 @@ def add(results: Path, archive: Path, plan, experiments: list[str] | None = None
         # splits (dataset, variant, repeat-r) whose run record is finished: their chunk files are left out of git
         fitted = {(*rel.split("/")[2:4], rel.split("/")[4].removesuffix(".json")) for kind, rel in files
                   if kind == "record"}
+        # a dataset's budget measurements are archived while any of its budgets is unfinished, so that a budget
+        # cut off by the end of a sitting resumes from every candidate it timed; then the budget files suffice
+        budgeted = _budgeted_variants(plan, experiment)
+        timing = {rel.split("/")[2] for kind, rel in files if kind == "measurement"}
+        timing = {d for d in timing if not _budgets_finished(results / "tuning" / experiment / d, budgeted)}
         for kind, rel in files:
+            if kind == "measurement" and rel.split("/")[2] not in timing:
+                outcome.timed += 1
+                continue
             data = (results / rel).read_bytes()
             try:
                 _check_file(kind, rel, data, plan, experiment)
@@ -420,6 +471,7 @@ def add(results: Path, archive: Path, plan, experiments: list[str] | None = None
             if pending is not None and target != pending and pending.exists() and read_archived(target) == data:
                 pending.unlink()                 # the finished split's copy (left out of git) replaces it
                 outcome.pruned += 1
+        outcome.timed += _prune_measurements(archive, plan, experiment)
     return outcome
 
 
@@ -502,19 +554,20 @@ def restore(archive: Path, results: Path, plan, experiments: list[str] | None = 
             chosen.append((experiment, rel, raw, KINDS["record"][1]))
             inputs.update(_data_inputs(plan, experiment, dataset, data))
         variants_current = {(d, v) for d, v, _ in current_runs} | timed
-        for kind in ("budget", "candidate", "chunk", "selected"):
+        for kind in ("budget", "candidate", "measurement", "chunk", "selected"):
             for rel, raw in by_kind[kind]:
-                parts = rel.split("/")          # tuning/E/dataset/variant/...
+                parts = rel.split("/")          # tuning/E/dataset/variant/... (tuning/E/dataset/budget-measurements/)
                 dataset, variant = parts[2], parts[3]
                 if datasets and dataset not in datasets:
                     continue
-                # a candidate is stored under a hash of everything that makes its score: always safe to reuse
-                keep = kind == "candidate" or same_config or (
+                # a candidate or a measurement is stored under a hash of everything that makes its score or its
+                # time: always safe to reuse
+                keep = kind in ("candidate", "measurement") or same_config or (
                     (dataset, variant, parts[4]) in current_runs if kind in ("chunk", "selected")
                     else (dataset, variant) in variants_current)
                 if keep:
                     chosen.append((experiment, rel, raw, KINDS[kind][1]))
-                    if kind != "candidate":              # budget and tune jobs read the prepared data too
+                    if kind not in ("candidate", "measurement"):   # budget and tune jobs read the prepared data
                         inputs.update(_data_inputs(plan, experiment, dataset, data))
     outcome.incomplete = _missing_tuning_inputs(plan, results, chosen)
     missing = sorted(str(p) for p in inputs if not p.exists())
