@@ -233,6 +233,38 @@ def test_a_tuning_budget_caps_the_planned_candidate_cost():
     assert final.fit_seconds == pytest.approx(min(final_free.fit_seconds, 20 * one_stage * 20 / 16))
 
 
+def test_a_marginal_budget_is_charged_the_stages_own_work_plus_each_fits_set_up():
+    # per_stage: marginal times T as 20 more reference stages / 20 (the cost model's set-up cancels), and a capped
+    # candidate costs the budget plus its own set-up (its 10-stage cost less 10 of its marginal stages)
+    from forestbench.workflow.methods import get_method
+    from forestbench.workflow.plan import variant_cost
+
+    grid = {"learning_rate": [0.1], "max_leaf_nodes": [2, 8]}
+    tune = {"grid": grid, "validation": {"holdout": 0.2}, "metric": "macro_r2", "staged": "n_estimators",
+            "mode": "dag", "chunk": 2,
+            "budget": {"multiple": 20, "per_stage": "marginal",
+                       "reference": {"method": "gbmort", "params": {"max_leaf_nodes": 2}}}}
+    config = _config(experiments={"g": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"],
+                                        "methods": [{"name": "gb", "method": "gbmort",
+                                                     "params": {"n_estimators": 10000}, "tune": tune}]}})
+    exp = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas").experiments["g"]
+    _, chunk = variant_cost(exp, exp.runnable_variants[0], {"n": 200, "p": 30, "d": 3}, False)
+    gb = get_method("gbmort")
+
+    def cost(rows, leaves, stages):
+        return gb.cost_of(rows, 30, 3, {"max_leaf_nodes": leaves, "learning_rate": 0.1, "n_estimators": stages}
+                          ).fit_seconds
+
+    T = (cost(200, 2, 30) - cost(200, 2, 10)) / 20
+    assert T > 0 and T < cost(200, 2, 10) / 10                  # the set-up is left out of T
+    expect = 0.0
+    for leaves in (2, 8):
+        per = (cost(160, leaves, 30) - cost(160, leaves, 10)) / 20
+        setup = cost(160, leaves, 10) - 10 * per
+        expect += min(cost(160, leaves, 10000), 20 * T + setup)
+    assert chunk.fit_seconds - chunk.scoring_seconds == pytest.approx(expect / exp.n_chunks(exp.runnable_variants[0]))
+
+
 @pytest.mark.parametrize("metric, per_entry", [("macro_r2", R.SCORE_ENTRY_OTHER_S), ("lrap", R.SCORE_ENTRY_S)])
 def test_staged_tuning_is_charged_for_scoring_every_scored_stage(metric, per_entry):
     # a staged candidate scores its validation rows after each scored stage: all of 100 stages, and at most

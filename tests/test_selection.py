@@ -327,7 +327,7 @@ def test_a_grown_budgeted_grid_measures_and_scores_only_the_new_candidate(tmp_pa
 
     measured = []
 
-    def fake_seconds(make, params, X, Y, staged, probe_stages=10, repeats=3):
+    def fake_seconds(make, params, X, Y, staged, probe_stages=10, repeats=3, per_stage="average"):
         measured.append(dict(params))
         return 1e-3 * (1 + len(measured) % 3)  # a different timing at every measurement, as on a real machine
 
@@ -362,7 +362,7 @@ def test_the_variants_of_a_dataset_share_one_measured_reference_time(tmp_path, m
 
     measured = []
 
-    def fake_seconds(make, params, X, Y, staged, probe_stages=10, repeats=3):
+    def fake_seconds(make, params, X, Y, staged, probe_stages=10, repeats=3, per_stage="average"):
         measured.append(dict(params))
         return 1e-3 * len(measured)
 
@@ -415,6 +415,70 @@ def test_budget_timings_are_cpu_time_not_wall_time():
 
     per_stage = seconds_per_stage(lambda p: Waits(**p), {}, None, None, "n_estimators", probe_stages=5, repeats=1)
     assert per_stage < 0.002  # 0.02 s of wall per stage
+
+
+class _ClockedFit:
+    """A fit that costs ``setup`` CPU seconds once and ``stage`` per stage, on a fake process clock."""
+    clock = [0.0]
+
+    def __init__(self, n_estimators, setup, stage):
+        self.n_estimators, self.setup, self.stage = n_estimators, setup, stage
+
+    def fit(self, X, Y):
+        self.clock[0] += self.setup + self.stage * self.n_estimators
+        return self
+
+
+def test_a_marginal_stage_time_leaves_the_fits_set_up_out(monkeypatch):
+    """``per_stage: average`` spreads a fit's one-off set-up over the 10 timed stages; ``marginal`` charges the
+    stages only: the difference of a 30- and a 10-stage fit over the 20 stages between them."""
+    from forestbench.workflow import selection
+    from forestbench.workflow.selection import seconds_per_stage
+
+    monkeypatch.setattr(selection.time, "process_time", lambda: _ClockedFit.clock[0])
+
+    def make(p):
+        return _ClockedFit(**p)
+
+    params = {"setup": 0.017, "stage": 0.0002}
+    assert seconds_per_stage(make, params, None, None, "n_estimators") == pytest.approx(0.0002 + 0.0017)
+    assert seconds_per_stage(make, params, None, None, "n_estimators", per_stage="marginal") == pytest.approx(0.0002)
+    # no set-up: both readings agree
+    flat = {"setup": 0.0, "stage": 0.003}
+    assert seconds_per_stage(make, flat, None, None, "n_estimators", per_stage="marginal") == pytest.approx(
+        seconds_per_stage(make, flat, None, None, "n_estimators"))
+    with pytest.raises(ConfigError, match="per_stage must be one of average, marginal"):
+        seconds_per_stage(make, flat, None, None, "n_estimators", per_stage="total")
+
+
+def test_a_marginal_budget_has_caps_of_its_own(tmp_path, monkeypatch):
+    """A budget timed by the marginal stage says so in its file and keeps its measurements under fingerprints of
+    their own, so that an average-timed budget of the same dataset never reuses them (nor the reverse)."""
+    from forestbench.workflow import selection
+    from forestbench.workflow.dag_selection import read_budget, run_budget
+
+    tune = {"grid": {"learning_rate": [0.1, 0.3]}, "staged": "n_estimators",
+            "budget": {"multiple": 7, "reference": {"method": "sklearn_gbrt", "params": {"max_depth": 1}}}}
+    prepared, split = _toy_files(tmp_path / "data", outputs=1)
+    calls = []
+
+    def fake_seconds(make, params, X, Y, staged, probe_stages=10, repeats=3, per_stage="average"):
+        calls.append(per_stage)
+        return {"average": 2e-3, "marginal": 5e-4}[per_stage] * (1 + params.get("learning_rate", 0))
+
+    monkeypatch.setattr("forestbench.workflow.dag_selection.seconds_per_stage", fake_seconds)
+    budgets = {}
+    for timing in ("average", "marginal"):
+        t = {**tune, "budget": {**tune["budget"], **({} if timing == "average" else {"per_stage": timing})}}
+        spec = {**_spec("sklearn_gbrt", {"n_estimators": 500, "max_depth": 2}, t, "dag"), "variant": "v"}
+        out = tmp_path / "tuning" / "e" / "toy" / timing / "budget.json"
+        run_budget({**spec, "candidates": tuning.candidates(spec["tune"], 0)}, prepared, split, out)
+        budgets[timing] = read_budget(out)
+    assert calls == ["average"] * 3 + ["marginal"] * 3            # nothing of the other timing reused
+    assert "per_stage" not in budgets["average"] and budgets["marginal"]["per_stage"] == "marginal"
+    assert budgets["marginal"]["reference_seconds"] == 5e-4
+    assert sorted(c["n_stages_max"] for c in budgets["marginal"]["caps"].values()) == [int(7 / 1.3), int(7 / 1.1)]
+    assert selection.PER_STAGE == ("average", "marginal")
 
 
 def test_write_json_if_absent_keeps_the_first_writer(tmp_path):

@@ -205,10 +205,13 @@ def run_budget(spec: dict, prepared, split_file, out, cache_dir=None) -> dict:
     reference = tune["budget"]["reference"]
     ref_method = get_method(reference["method"])
     folder = Path(cache_dir) if cache_dir is not None else Path(out).parent.parent / "budget-measurements"
-    common = {**_split_part(spec, train, data), "clock": MEASURED_CLOCK}
+    timing = tune["budget"].get("per_stage", "average")
+    # the default timing keeps the fingerprints it has always had, so its stored measurements stay valid
+    common = {**_split_part(spec, train, data), "clock": MEASURED_CLOCK,
+              **({} if timing == "average" else {"per_stage": timing})}
     T = _measured(folder, {"reference": reference, "staged": staged, **common},
                   lambda: seconds_per_stage(lambda p: ref_method.build(p, spec.get("seed"), task), reference["params"],
-                                            X, Y, staged, repeats=5))
+                                            X, Y, staged, repeats=5, per_stage=timing))
     fixed = estimator_params(spec.get("params"))
     caps = {}
     for params in spec["candidates"]:
@@ -217,10 +220,11 @@ def run_budget(spec: dict, prepared, split_file, out, cache_dir=None) -> dict:
 
         per_stage = _measured(folder, {"method": spec["method"], "fixed": fixed, "params": params,
                                        "staged": staged, **common},
-                              lambda: seconds_per_stage(make, params, X, Y, staged))
+                              lambda: seconds_per_stage(make, params, X, Y, staged, per_stage=timing))
         caps[tuning.candidate_id(params)] = stage_cap(params, per_stage, staged, tune["budget"]["multiple"], T,
                                                       int(fixed.get(staged) or 100))
-    doc = {"reference_seconds": T, "multiple": tune["budget"]["multiple"], "reference": reference, "caps": caps,
+    doc = {"reference_seconds": T, "multiple": tune["budget"]["multiple"], "reference": reference,
+           **({} if timing == "average" else {"per_stage": timing}), "caps": caps,
            "dataset": spec["dataset"], "variant": spec["variant"], "measured_on": spec.get("host")}
     write_json(out, doc)
     return doc

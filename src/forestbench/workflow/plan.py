@@ -345,13 +345,31 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
         # reference method, and the refit of the selection runs at most as many stages. The budget job times T as
         # a fit of PROBE_STAGES stages on the training part, divided by PROBE_STAGES; the reference's cost model
         # is charged the same way (one stage alone would carry the whole presort: 2-7x a stage on the real sets)
-        from forestbench.workflow.selection import PROBE_STAGES
+        from forestbench.workflow.selection import MARGINAL_STAGES, PROBE_STAGES
 
+        staged = variant.tune["staged"]
         reference = budget["reference"]
-        probe = get_method(reference["method"]).cost_of(
-            n, p, d, {**reference["params"], variant.tune["staged"]: PROBE_STAGES}, sparse=sparse, density=density)
-        cap = budget["multiple"] * probe.fit_seconds / PROBE_STAGES
-        capped = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
+        ref_method = get_method(reference["method"])
+
+        def probe(m, params, rows, stages, **hints):
+            return m.cost_of(rows, p, d, {**params, staged: stages}, sparse=sparse, density=density,
+                             **hints).fit_seconds
+
+        if budget.get("per_stage", "average") == "average":
+            cap = budget["multiple"] * probe(ref_method, reference["params"], n, PROBE_STAGES) / PROBE_STAGES
+            capped = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
+        else:
+            # T and the caps count the stages' own work; a capped fit costs its set-up on top of the budget
+            def marginal(m, params, rows, **hints):
+                short = probe(m, params, rows, PROBE_STAGES, **hints)
+                per = max(probe(m, params, rows, MARGINAL_STAGES, **hints) - short, 0.0) / (
+                    MARGINAL_STAGES - PROBE_STAGES)
+                return per, max(short - PROBE_STAGES * per, 0.0)
+
+            cap = budget["multiple"] * marginal(ref_method, reference["params"], n)[0]
+            capped = [res.Cost(min(c.fit_seconds, cap + marginal(method, cand, n_fit, label_density=labels,
+                                                                 task=task)[1]), c.model_mb)
+                      for c, cand in zip(costs, candidates)]
         final = res.Cost(min(final.fit_seconds, cap * n / n_fit), final.model_mb)
     # staged candidates also score their validation rows at every scored stage
     scoring = sum(staged_scoring_seconds(variant, c, full.fit_seconds, cut.fit_seconds, n, d)

@@ -39,29 +39,58 @@ MEASURED_CLOCK = "process_cpu"
 PROBE_STAGES = 10
 
 
+#: how a budget times one stage (``tune.budget.per_stage``): ``average``, a fit of PROBE_STAGES stages divided by
+#: PROBE_STAGES, so the fit's one-off set-up (the presorted builder's sort of X, the index of its two-valued
+#: features) is spread over the probe's stages; ``marginal``, the difference between fits of MARGINAL_STAGES and
+#: of PROBE_STAGES stages divided by the stages between them, so that only the stages' own work is charged
+PER_STAGE = tuning.PER_STAGE
+MARGINAL_STAGES = 3 * PROBE_STAGES
+
+
 def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int = PROBE_STAGES,
-                      repeats: int = 3) -> float:
-    """Median seconds per stage of ``make(params)`` fitted with ``probe_stages`` stages on (X, Y), in CPU time of
-    the process: the fit's own work, which other jobs on the machine do not inflate as they inflate wall time (a
-    stump stage of gbmort on birds' training part: 4.1 ms of wall in a budget job beside two long fits and a test
-    run on two cores, 1.6-1.7 ms of wall and 1.15 ms of CPU beside the two fits alone). For the single-threaded fits
-    that budgets time, CPU and wall agree on an idle machine."""
-    times = []
-    for _ in range(repeats):
-        est = make({**params, staged: probe_stages})
+                      repeats: int = 3, per_stage: str = "average") -> float:
+    """Median seconds per stage of ``make(params)`` on (X, Y), in CPU time of the process: the fit's own work,
+    which other jobs on the machine do not inflate as they inflate wall time (a stump stage of gbmort on birds'
+    training part: 4.1 ms of wall in a budget job beside two long fits and a test run on two cores, 1.6-1.7 ms of
+    wall and 1.15 ms of CPU beside the two fits alone). For the single-threaded fits that budgets time, CPU and
+    wall agree on an idle machine.
+
+    ``per_stage="average"``: a fit of ``probe_stages`` stages divided by ``probe_stages``, its one-off set-up
+    included. ``"marginal"``: per repeat, a fit of ``3 * probe_stages`` stages less one of ``probe_stages``,
+    divided by the ``2 * probe_stages`` stages between them, i.e. the cost of one more stage with the set-up left
+    out (on scene's training part the set-up of gbmort's presorted trees is about 17 ms, 1.7 ms of each of the 10
+    stages that ``average`` times, where a stump stage on sqrt(p) features costs 0.2 ms). A repeat whose
+    difference is not positive (a fit too fast for its set-up to be told apart) counts the longer fit's
+    average."""
+    if per_stage not in PER_STAGE:
+        raise ConfigError(f"tune.budget.per_stage must be one of {', '.join(PER_STAGE)}, not {per_stage!r}")
+
+    def fit_seconds(stages: int) -> float:
+        est = make({**params, staged: stages})
         t0 = time.process_time()
         est.fit(X, Y)
-        times.append((time.process_time() - t0) / probe_stages)
+        return time.process_time() - t0
+
+    times = []
+    for _ in range(repeats):
+        short = fit_seconds(probe_stages)
+        if per_stage == "average":
+            times.append(short / probe_stages)
+            continue
+        long = fit_seconds(3 * probe_stages)
+        extra = (long - short) / (2 * probe_stages)
+        times.append(extra if extra > 0 else long / (3 * probe_stages))
     return float(np.median(times))
 
 
 def budget_caps(make, candidates: list[dict], X, Y, staged: str, budget: float, reference_seconds: float,
-                default_stages: int) -> dict[str, dict]:
+                default_stages: int, per_stage: str = "average") -> dict[str, dict]:
     """Per candidate (by ``tuning.candidate_id``): the cap on ``staged`` so that one fit costs at most
     ``budget x reference_seconds`` (the reference time T of one iteration), from this candidate's measured seconds
     per stage. Measured once and stored (the workflow's budget file), so that reruns elsewhere select alike."""
-    return {tuning.candidate_id(params): stage_cap(params, seconds_per_stage(make, params, X, Y, staged), staged,
-                                                   budget, reference_seconds, default_stages)
+    return {tuning.candidate_id(params): stage_cap(params, seconds_per_stage(make, params, X, Y, staged,
+                                                                             per_stage=per_stage),
+                                                   staged, budget, reference_seconds, default_stages)
             for params in candidates}
 
 

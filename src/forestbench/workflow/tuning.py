@@ -19,6 +19,8 @@ A ``tune:`` block (schema: ``workflow/schemas/config.schema.yaml``)::
         reference: {method: gbmort, params: {max_leaf_nodes: 2}}  # ... T = seconds of one stage of this
                                   # reference, measured once per dataset; each candidate's cap on the staged
                                   # parameter is stored in the variant's budget.json (reruns reuse it)
+        per_stage: average        # a stage's time: a 10-stage fit / 10 (average, set-up included) or the
+                                  # cost of 20 more stages / 20 (marginal: the stages' own work only)
 
 Validation rows are drawn from the training rows of the split only; the test rows never reach selection.
 """
@@ -33,6 +35,8 @@ import numpy as np
 
 from forestbench.errors import ConfigError, DataError
 
+#: how a budget times a stage (``forestbench.workflow.selection.seconds_per_stage``)
+PER_STAGE = ("average", "marginal")
 #: set to 1 to recompute every stored candidate and budget measurement of DAG tuning instead of reusing them
 #: (``forestbench.workflow.dag_selection``); the workflow sets it for ``--forcerun tune``, ``--forcerun budget``,
 #: ``--forceall``
@@ -103,8 +107,15 @@ def normalise(tune: dict, *, where: str, metrics: list[str]) -> dict:
         if not isinstance(reference, dict) or not isinstance(reference.get("method"), str):
             raise ConfigError(f"{where}: tune.budget.reference must name the reference method "
                               "({method: name, params: {...}}) whose one stage is the time unit T")
+        per_stage = budget.get("per_stage", "average")
+        if per_stage not in PER_STAGE:
+            raise ConfigError(f"{where}: tune.budget.per_stage must be one of {', '.join(PER_STAGE)}, not "
+                              f"{per_stage!r}")
         out["budget"] = {"multiple": float(multiple),
-                         "reference": {"method": reference["method"], "params": dict(reference.get("params") or {})}}
+                         "reference": {"method": reference["method"], "params": dict(reference.get("params") or {})},
+                         # the default is left out, so that the specifications of budgets timed before it existed
+                         # stay what they were
+                         **({} if per_stage == "average" else {"per_stage": per_stage})}
     if budget is not None and not out["staged"]:
         raise ConfigError(f"{where}: tune.budget caps the staged parameter; set tune.staged (e.g. n_estimators)")
     if not out["refit"] and "kfold" in validation:
