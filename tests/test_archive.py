@@ -20,6 +20,7 @@ from forestbench.errors import ConfigError, DataError
 from forestbench.workflow.experiments import Plan
 
 SNAPSHOT_NAME = archive.SNAPSHOT
+PENDING_NAME = archive.PENDING
 
 REPO = Path(__file__).resolve().parents[1]
 CHAIN = REPO / "benchmarks/results/table_6_1_chain"
@@ -398,14 +399,52 @@ def test_a_method_revision_refits_the_records_and_their_tuning_on_the_archived_b
 
 
 def test_restore_names_records_whose_tuning_files_are_not_archived(setup):
+    """A record whose selection is not archived is retuned and refitted (named); one whose chunks alone are
+    missing is not: its selection stands (the chunks of fitted splits are never committed)."""
     tmp, configfile, plan, results, files = setup
     (results / "tuning/tiny/linnerud/st/repeat-1/chunk-1.json").unlink()
+    files["selected-0"].unlink()
     archive.add(results, tmp / "archive", plan)
     shutil.rmtree(results)
     fake_data(tmp)
     out, _ = archive.restore(tmp / "archive", results, plan, data=tmp / "data")
-    assert out.incomplete == ["results/runs/tiny/linnerud/st/repeat-1.json "
-                              "(lacks tuning/tiny/linnerud/st/repeat-1/chunk-1.json)"]
+    assert out.incomplete == ["results/runs/tiny/linnerud/st/repeat-0.json "
+                              "(lacks tuning/tiny/linnerud/st/repeat-0/selected.json)"]
+
+
+def test_a_fitted_split_restored_without_its_chunks_keeps_its_selection(setup):
+    """The repository keeps the selections and records of fitted splits, not their candidate chunks: such a split's
+    selection stands, so the workflow neither tunes nor refits it. A split with a chunk file on disk, one without
+    its record, or one whose record is older than its selection is tuned as usual."""
+    from forestbench.workflow.experiments import Job
+
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    for chunk in (tmp / "archive/tiny/tuning").rglob("chunk-*.json.gz"):
+        chunk.unlink()                                     # as a clone of the repository has it (.gitignore)
+    shutil.rmtree(results)
+    fake_data(tmp)
+    out, _ = archive.restore(tmp / "archive", results, plan, data=tmp / "data")
+    assert out.incomplete == []
+    jobs = [Job("tiny", "linnerud", "st", r) for r in (0, 1)]
+    assert [plan.selection_stands(job, tmp) for job in jobs] == [True, True]
+    write_json(results / "tuning/tiny/linnerud/st/repeat-0/chunk-1.json", {"chunk": 1, "results": []})
+    files["record-st-1"].unlink()
+    assert [plan.selection_stands(job, tmp) for job in jobs] == [False, False]
+    (results / "tuning/tiny/linnerud/st/repeat-0/chunk-1.json").unlink()
+    write_json(files["record-st-1"], {})
+    os.utime(files["selected-1"], (files["record-st-1"].stat().st_mtime + 5,) * 2)   # selected again since
+    assert [plan.selection_stands(job, tmp) for job in jobs] == [True, False]
+    assert not plan.selection_stands(Job("tiny", "linnerud", "rf", 0), tmp)            # not tuned
+
+
+def test_a_selection_without_chunks_is_refused_with_what_to_do(tmp_path):
+    from forestbench.workflow.dag_selection import select
+
+    spec = {"experiment": "e", "dataset": "d", "variant": "v", "repeat": 0, "tune": {}}
+    with pytest.raises(DataError, match=r"e/d/v repeat 0: no candidate chunk file .* delete .*selected.json"):
+        select(spec, [], tmp_path / "selected.json")
+    assert not (tmp_path / "selected.json").exists()
 
 
 def test_restore_refuses_before_the_data_is_prepared(setup):
@@ -657,6 +696,10 @@ def test_a_restored_archive_leaves_snakemake_only_the_missing_runs(workflow_dir,
     _forestbench(workflow_dir, snakemake_env, "archive", "add", "--configfile", "tiny.yaml")
     for name in ("results", ".snakemake", "data"):
         shutil.rmtree(workflow_dir / name)
+    chunks = list((workflow_dir / "archive").rglob("chunk-*.json.gz"))
+    assert chunks and all(PENDING_NAME not in c.parts for c in chunks)
+    for chunk in chunks:                 # a clone of the repository has no chunk of a fitted split (.gitignore)
+        chunk.unlink()
     more = {**E2E, "experiments": {"tiny_dag": {**E2E["experiments"]["tiny_dag"], "max_repeats": 2}}}
     (workflow_dir / "tiny.yaml").write_text(yaml.safe_dump(more))     # a second split now belongs to the run
     _snakemake(workflow_dir, snakemake_env, "--until", "split")

@@ -265,6 +265,57 @@ def test_a_marginal_budget_is_charged_the_stages_own_work_plus_each_fits_set_up(
     assert chunk.fit_seconds - chunk.scoring_seconds == pytest.approx(expect / exp.n_chunks(exp.runnable_variants[0]))
 
 
+@pytest.mark.parametrize("per_stage, stages", [("average", (10,)), ("marginal", (10, 30))])
+def test_a_budget_job_is_charged_the_fits_it_times(per_stage, stages):
+    # the reference timed 5 times, each candidate 3 times, at 10 stages (and at 30 under marginal); the plan adds
+    # these to its core-hours, and the budget rule requests their time (workflow/rules/resources.smk)
+    from forestbench.workflow.methods import get_method
+    from forestbench.workflow.plan import budget_cost, make_plan
+
+    grid = {"learning_rate": [0.1, 0.5], "max_leaf_nodes": [2, 8]}
+    tune = {"grid": grid, "validation": {"holdout": 0.2}, "metric": "macro_r2", "staged": "n_estimators",
+            "mode": "dag", "chunk": 2,
+            "budget": {"multiple": 20, "per_stage": per_stage,
+                       "reference": {"method": "gbmort", "params": {"max_leaf_nodes": 2}}}}
+    config = _config(experiments={"g": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"],
+                                        "methods": [{"name": "gb", "method": "st_gbrt",
+                                                     "params": {"n_estimators": 10000}, "tune": tune},
+                                                    {"name": "rf", "method": "random_forest"}]}})
+    plan = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas")
+    exp = plan.experiments["g"]
+    gb, rf = exp.runnable_variants
+    shape = {"n": 200, "p": 30, "d": 3}
+
+    def cost(method, params):
+        return sum(get_method(method).cost_of(200, 30, 3, {**params, "n_estimators": k}).fit_seconds for k in stages)
+
+    expect = 5 * cost("gbmort", {"max_leaf_nodes": 2}) + 3 * sum(
+        cost("st_gbrt", {"learning_rate": lr, "max_leaf_nodes": leaves}) for lr in (0.1, 0.5) for leaves in (2, 8))
+    assert budget_cost(exp, gb, shape, False).fit_seconds == pytest.approx(expect)
+    assert budget_cost(exp, rf, shape, False).fit_seconds == 0.0
+    report = make_plan(plan, results="/nonexistent")
+    assert report.jobs["budget"] == 1 and report.budget_core_hours > 0
+    assert report.core_hours == pytest.approx(report.fit_core_hours + report.budget_core_hours
+                                              + report.other_core_hours)
+
+
+def test_deeper_boosting_trees_on_sparse_inputs_are_charged_their_partitions():
+    # the presorted builder moves every feature's order at each split whose children are split again: nothing for a
+    # stump, growing with the leaves, and not scaled down by the inputs' density (tree/_presort.pyx)
+    from forestbench.workflow.methods import boosting
+
+    def per_tree(leaves, density):
+        return boosting.boosting_cost(1000, 1000, 50, {"n_estimators": 1, "max_leaf_nodes": leaves,
+                                                       "max_features": "sqrt"}, sparse=True, density=density,
+                                      mode="st").fit_seconds
+
+    stump, three, eight = (per_tree(leaves, 0.01) for leaves in (2, 3, 8))
+    assert stump < three < eight
+    partition = 1.25 * 50 * boosting.C_PARTITION * 1000 * 1000
+    assert three - stump == pytest.approx(partition, rel=0.05)
+    assert per_tree(3, 0.02) - per_tree(3, 0.01) < 0.1 * partition
+
+
 @pytest.mark.parametrize("metric, per_entry", [("macro_r2", R.SCORE_ENTRY_OTHER_S), ("lrap", R.SCORE_ENTRY_S)])
 def test_staged_tuning_is_charged_for_scoring_every_scored_stage(metric, per_entry):
     # a staged candidate scores its validation rows after each scored stage: all of 100 stages, and at most

@@ -484,8 +484,9 @@ def _data_inputs(plan, experiment: str, dataset: str, data: Path) -> list[Path]:
 
 
 def _missing_tuning_inputs(plan, results: Path, chosen) -> list[str]:
-    """Restored records of tuned variants whose selection, chunks or budget file will be neither restored nor
-    present: Snakemake would recompute those and then refit the record."""
+    """Restored records of tuned variants whose selection or budget file will be neither restored nor present:
+    Snakemake would recompute those and then refit the record. (Their chunk files are not needed: a restored
+    selection of a fitted split stands without them.)"""
     from forestbench.workflow.experiments import Job
 
     restored = {rel for _, rel, _, _ in chosen}
@@ -498,7 +499,8 @@ def _missing_tuning_inputs(plan, results: Path, chosen) -> list[str]:
         variant = plan.experiments[experiment].variant(variant_name)
         needed = []
         if variant.tuned_in_dag:
-            needed += [plan.selected_path(job), *plan.chunk_paths(job)]
+            # a restored selection stands without its chunks (Plan.selection_stands): only a missing one retunes
+            needed.append(plan.selected_path(job))
         if variant.tune and variant.tune.get("budget"):
             needed.append(plan.budget_path(experiment, dataset, variant_name))
         lacking = [p for p in (n.removeprefix("results/") for n in needed)

@@ -79,7 +79,10 @@ def _variant_of(wildcards):
 
 
 def chunks_of_job(wildcards):
-    return PLAN.chunk_paths(job_of(wildcards))
+    """The candidate chunks a selection is made from; none for a fitted split restored without them (its selection
+    stands: forestbench.workflow.experiments.Plan.selection_stands)."""
+    job = job_of(wildcards)
+    return [] if PLAN.selection_stands(job) else PLAN.chunk_paths(job)
 
 
 def _budget_input(wildcards):

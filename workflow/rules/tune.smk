@@ -21,7 +21,7 @@ rule budget:
     threads: fit_threads
     resources:
         mem_mb=tune_mem_mb,
-        runtime=tune_runtime,
+        runtime=budget_runtime,
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
         "python -m forestbench budget --spec {params.spec:q} --prepared {input.prepared} --split {input.split} "

@@ -269,6 +269,10 @@ def run_chunk(spec: dict, prepared, split_file, out, cache_dir, budget: dict | N
 
 def select(spec: dict, chunk_files, out) -> dict:
     """Merge the chunk files of one (dataset, variant, repeat) in chunk order and write the selection ``out``."""
+    if not chunk_files:
+        raise DataError(f"{spec['experiment']}/{spec['dataset']}/{spec['variant']} repeat {spec['repeat']}: no "
+                        f"candidate chunk file to select from (a split restored from the archive keeps its "
+                        f"selection without its chunks); delete {out} to tune this split again")
     docs = []
     for path in chunk_files:
         try:

@@ -410,6 +410,20 @@ class Plan:
         return [self.chunk_path(TuneJob(job.experiment, job.dataset, job.variant, job.repeat, k))
                 for k in range(exp.n_chunks(variant))]
 
+    def selection_stands(self, job: Job, root: Path = Path(".")) -> bool:
+        """Whether the selection of a DAG-tuned job stands without its candidate chunks: its selection file and
+        its run record exist under ``root``, the record is not older than the selection, and not one of its chunk
+        files exists. That is a fitted split restored from the archive, which keeps the selections and records of
+        fitted splits but not their chunks (tens of MB per dataset): the workflow then neither tunes nor refits
+        it. A split with any chunk file on disk is tuned as usual (its missing chunks are scored, then selected
+        again); deleting the selection file makes a standing split tune again."""
+        selected, record = root / self.selected_path(job), root / self.record_path(job)
+        if not (selected.is_file() and record.is_file()):
+            return False
+        if any((root / path).exists() for path in self.chunk_paths(job)):
+            return False
+        return record.stat().st_mtime >= selected.stat().st_mtime
+
 
 def merge_config(base: dict, update: dict) -> dict:
     """Recursive merge as Snakemake does for ``--configfile`` and ``--config``: mappings merge key by key, other

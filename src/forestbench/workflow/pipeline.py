@@ -173,7 +173,7 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("select", help="choose the best candidate of a tuned variant from its chunks")
     p.add_argument("--spec", required=True, help="the run specification as a JSON object")
-    p.add_argument("--chunks", nargs="+", required=True)
+    p.add_argument("--chunks", nargs="*", default=[])
     p.add_argument("--out", required=True)
     p.set_defaults(func=_select)
 

@@ -31,7 +31,8 @@ the candidates already scored under ``results/tuning/<experiment>/<dataset>/<var
 (``recorded``: measured seconds / modelled seconds over those candidates, so a first part of the grid calibrates
 the rest, whichever candidates it holds). Run a few chunks, then plan, to size the remainder.
 
-Each other job (fetch, prepare, split, budget, select, collect, reports) is charged one start-up of one core.
+A budget job is charged its timed fits (``budget_cost``). Each other job (fetch, prepare, split, select, collect,
+reports) is charged one start-up of one core.
 Requests (memory and time of attempt 1) are capped at the partition limits (``resources.Limits``) as the workflow
 caps them, and the capped ones are flagged. Per experiment, a chunk size is suggested so that a SLURM job lasts
 about ``--target-minutes`` (``summarize``), and the experiments are gathered into Snakemake runs by chunk size
@@ -142,6 +143,7 @@ class PlanReport:
     limits: res.Limits = field(default_factory=res.Limits)
     experiment_jobs: dict[str, dict[str, int]] = field(default_factory=dict)  # experiment -> {"fit", "tune"}
     timing: dict[str, bool] = field(default_factory=dict)  # experiment -> exclusive nodes
+    budget_core_hours: float = 0.0   # the budget jobs' timed fits (budget_cost), start-up included
 
     @property
     def fit_core_hours(self) -> float:
@@ -150,14 +152,14 @@ class PlanReport:
 
     @property
     def core_hours(self) -> float:
-        return self.fit_core_hours + self.other_core_hours
+        return self.fit_core_hours + self.budget_core_hours + self.other_core_hours
 
     def to_dict(self, target_minutes: float = 30.0, cores: int = 4) -> dict:
         summaries = summarize(self, target_minutes, cores)
         return {
             "jobs": self.jobs, "slurm_jobs": self.slurm_jobs, "chunk": self.chunk, "tune_chunk": self.tune_chunk,
             "core_hours": self.core_hours, "fit_core_hours": self.fit_core_hours,
-            "other_core_hours": self.other_core_hours,
+            "other_core_hours": self.other_core_hours, "budget_core_hours": self.budget_core_hours,
             "limits": {"mem_mb": self.limits.mem_mb, "runtime_min": self.limits.runtime_min},
             "runtime_margin": res.RUNTIME_MARGIN,
             "experiments": [dict(asdict(s), core_hours=s.core_hours, slurm_jobs=s.slurm_jobs) for s in summaries],
@@ -382,6 +384,37 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
     return res.Cost(final.fit_seconds + search.fit_seconds, max(final.model_mb, search.model_mb), scoring), None
 
 
+def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None = None) -> res.Cost:
+    """The cost of a variant's budget job on a dataset shape (its training part): the reference's timed fits
+    (5 repeats) and every candidate's (3 repeats), each of ``PROBE_STAGES`` stages, and of ``MARGINAL_STAGES``
+    more under ``per_stage: marginal`` (``forestbench.workflow.selection.seconds_per_stage``). The reference is
+    charged to every variant, though the first budget job of a dataset stores it for the others; a zero cost for a
+    variant without a budget."""
+    from forestbench.workflow.methods import get_method
+    from forestbench.workflow.selection import MARGINAL_STAGES, PROBE_STAGES
+
+    budget = (variant.tune or {}).get("budget")
+    if not budget:
+        return res.Cost(0.0, 0.0)
+    n, p, d = res.shape_of(shape)
+    labels, density = res.label_density(shape), res.input_density(shape)
+    staged = variant.tune["staged"]
+    stages = [PROBE_STAGES] + ([MARGINAL_STAGES] if budget.get("per_stage", "average") == "marginal" else [])
+
+    def timed(method, params, repeats):
+        costs = [method.cost_of(n, p, d, {**params, staged: k}, sparse=sparse, density=density,
+                                label_density=labels, task=task) for k in stages]
+        return repeats * sum(c.fit_seconds for c in costs), max(c.model_mb for c in costs)
+
+    reference = budget["reference"]
+    seconds, model_mb = timed(get_method(reference["method"]), reference["params"], 5)
+    method = get_method(variant.method)
+    for candidate in exp.candidates(variant):
+        more, mb = timed(method, {**variant.params, **candidate}, 3)
+        seconds, model_mb = seconds + more, max(model_mb, mb)
+    return res.Cost(seconds, model_mb)
+
+
 def training_shape(shape: dict | None, protocol: dict) -> dict | None:
     """The registry ``shape`` with ``n`` replaced by the rows a fit sees under ``protocol`` (its training part:
     300 of friedman1-chain's 4300 rows under the boosting paper's protocol), which is what a fit's time depends on.
@@ -469,6 +502,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
     experiment_jobs: dict[str, dict[str, int]] = {}
     timing: dict[str, bool] = {}
     variants: list[VariantEstimate] = []
+    budget_s = 0.0
     for name, exp in plan.experiments.items():
         n_fits = n_tune = 0
         if not exp.jobs():
@@ -509,6 +543,8 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                                                 limits.exceeded(req), ignored, no_hook))
                 if variant.tune and variant.tune["budget"]:
                     jobs["budget"] += 1
+                    budget_s += res.cost_job_seconds(budget_cost(exp, variant, fit_shape, sparse, entry.get("task")),
+                                                     threads=exp.threads)
                 if chunk_cost is not None:
                     n_chunks = fits * exp.n_chunks(variant)
                     n_tune += n_chunks
@@ -547,8 +583,9 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
     jobs["split"] = len(splits)
     # the fit and tune groups bundle their jobs; the local rules submit none; every other job is one
     slurm_jobs = dict(jobs, **slurm, **dict.fromkeys(LOCAL_RULES, 0))
-    other = (sum(jobs.values()) - jobs["fit"] - jobs["tune"]) * res.STARTUP_S / 3600.0
-    return PlanReport(jobs, slurm_jobs, chunk, variants, other, tune_chunk, limits, experiment_jobs, timing)
+    other = (sum(jobs.values()) - jobs["fit"] - jobs["tune"] - jobs["budget"]) * res.STARTUP_S / 3600.0
+    return PlanReport(jobs, slurm_jobs, chunk, variants, other, tune_chunk, limits, experiment_jobs, timing,
+                      budget_s / 3600.0)
 
 
 def chunk_for(walls: list[tuple[int, int, float, int]], target_minutes: float, cores: int,
@@ -677,7 +714,8 @@ def format_report(report: PlanReport, target_minutes: float = 30.0, cores: int =
     sources = defaultdict(int)
     for v in report.variants:
         sources[v.source] += v.fits
-    lines.append(f"Core-hours: {report.core_hours:.2f} (fit and tune jobs {report.fit_core_hours:.2f}, other jobs "
+    lines.append(f"Core-hours: {report.core_hours:.2f} (fit and tune jobs {report.fit_core_hours:.2f}, budget jobs "
+                 f"{report.budget_core_hours:.2f}, other jobs "
                  f"{report.other_core_hours:.2f}); jobs estimated from "
                  + ", ".join(f"{k}: {n}" for k, n in sorted(sources.items())) + ".")
     lines.append("  model: each method's cost hook (forestbench.workflow.resources, forestbench/workflow/methods/*.py) "

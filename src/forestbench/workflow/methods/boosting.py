@@ -16,6 +16,12 @@ C_ITERATION = 1.0e-6
 #: the presort of sparse (0/1) inputs against dense ones: measured 0.24-0.30 of the dense charge on the five sparse
 #: multi-label sets (their columns are mostly one run of zeros)
 SPARSE_PRESORT = 0.3
+#: seconds per (sample x feature) of the presorted builder's stable partition of every feature's order at a split
+#: whose children are split further (tree/_presort.pyx: every feature's node range is moved, whatever its values).
+#: From st-gbrt's per-stage CPU on enron's training part (1123 x 1001, 0/1 inputs; 53 trees a stage): 1.4, 2.2 and
+#: 2.3 ms a tree at 3, 5 and 8 leaves on sqrt(p) features, against 0.2 ms charged before. On sparse inputs it is
+#: most of a deep tree's cost, which the density-scaled split search leaves out
+C_PARTITION = 1.0e-9
 #: seconds per (sample x output x projected column) of projecting the gradient (gbrt-rpo, gbrt-relabel-rpo), for the
 #: projection's non-zero entries: 0.31 ns measured on the delicious-like problem of benchmarks/bench_relabel_q.py
 #: (Gaussian, q = 100 and 983), with a margin
@@ -52,7 +58,11 @@ def boosting_cost(n, p, d, params, *, sparse=False, density=None, mode="mort"):
         # T in tests/data/budget_reference_measured_cpu.json): the split search by the registry's input density,
         # the presort by SPARSE_PRESORT
         share = min(1.0, density or DEFAULT_DENSITY)
-        tree = C_TREE * n * share * (k * (1.0 + q / 4.0) * levels + p) + C_ITERATION
+        # the partitions of a best-first tree of L leaves: L - 2 splits (the last one partitions nothing); on sparse
+        # inputs a split mostly cuts a few rows off, so the rows partitioned grow slowly with L (measured: 1, 1.6
+        # and 1.7 times n at 3, 5 and 8 leaves; sqrt(log2(L - 1)) gives 1, 1.4 and 1.7). A stump partitions none
+        partition = C_PARTITION * n * p * math.sqrt(math.log2(max(leaves - 1, 1)))
+        tree = C_TREE * n * share * (k * (1.0 + q / 4.0) * levels + p) + partition + C_ITERATION
         presort *= SPARSE_PRESORT
     else:
         tree = C_TREE * n * (k * (1.0 + q / 4.0) * levels + p) + C_ITERATION
