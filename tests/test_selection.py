@@ -418,27 +418,39 @@ def test_budget_timings_are_cpu_time_not_wall_time():
 
 
 class _ClockedFit:
-    """A fit that costs ``setup`` CPU seconds once and ``stage`` per stage, on a fake process clock."""
+    """A fit that costs ``setup`` CPU seconds once and ``stage`` per stage, on a fake process clock; with
+    ``records``, it keeps the clock after every stage as forestbench's boosting does (``stage_fit_cpu_seconds_``),
+    and a set-up that varies from fit to fit (``jitter``, cycled) never reaches that record's differences."""
     clock = [0.0]
+    fits = [0]
 
-    def __init__(self, n_estimators, setup, stage):
-        self.n_estimators, self.setup, self.stage = n_estimators, setup, stage
+    def __init__(self, n_estimators, setup, stage, records=False, jitter=(0.0,)):
+        self.n_estimators, self.setup, self.stage, self.records, self.jitter = (n_estimators, setup, stage, records,
+                                                                                 jitter)
 
     def fit(self, X, Y):
-        self.clock[0] += self.setup + self.stage * self.n_estimators
+        setup = self.setup + self.jitter[self.fits[0] % len(self.jitter)]
+        self.fits[0] += 1
+        start = self.clock[0]
+        self.clock[0] += setup + self.stage * self.n_estimators
+        if self.records:
+            self.stage_fit_cpu_seconds_ = setup + self.stage * np.arange(1, self.n_estimators + 1)
+        assert self.clock[0] > start
         return self
 
 
-def test_a_marginal_stage_time_leaves_the_fits_set_up_out(monkeypatch):
+@pytest.mark.parametrize("records", [True, False])
+def test_a_marginal_stage_time_leaves_the_fits_set_up_out(monkeypatch, records):
     """``per_stage: average`` spreads a fit's one-off set-up over the 10 timed stages; ``marginal`` charges the
-    stages only: the difference of a 30- and a 10-stage fit over the 20 stages between them."""
+    stages only: from the CPU clock the fit records after each stage, else from the difference of a 30- and a
+    10-stage fit."""
     from forestbench.workflow import selection
     from forestbench.workflow.selection import seconds_per_stage
 
     monkeypatch.setattr(selection.time, "process_time", lambda: _ClockedFit.clock[0])
 
     def make(p):
-        return _ClockedFit(**p)
+        return _ClockedFit(**p, records=records)
 
     params = {"setup": 0.017, "stage": 0.0002}
     assert seconds_per_stage(make, params, None, None, "n_estimators") == pytest.approx(0.0002 + 0.0017)
@@ -447,8 +459,23 @@ def test_a_marginal_stage_time_leaves_the_fits_set_up_out(monkeypatch):
     flat = {"setup": 0.0, "stage": 0.003}
     assert seconds_per_stage(make, flat, None, None, "n_estimators", per_stage="marginal") == pytest.approx(
         seconds_per_stage(make, flat, None, None, "n_estimators"))
+    # a set-up that varies by 4 ms between fits: the fit's own clock is not moved by it, two fits' difference is
+    jittered = {"setup": 0.017, "stage": 0.0002, "jitter": (0.0, 0.004)}
+    marginal = seconds_per_stage(make, jittered, None, None, "n_estimators", per_stage="marginal", repeats=1)
+    assert marginal == pytest.approx(0.0002) if records else abs(marginal - 0.0002) > 0.0001
     with pytest.raises(ConfigError, match="per_stage must be one of average, marginal"):
         seconds_per_stage(make, flat, None, None, "n_estimators", per_stage="total")
+
+
+def test_boosting_records_the_cpu_clock_after_every_stage():
+    from forestbench.boosting import GBMORTRegressor
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.random((300, 20)), rng.normal(size=(300, 3))
+    est = GBMORTRegressor(n_estimators=25, max_leaf_nodes=4, random_state=0).fit(X, Y)
+    clock = est.stage_fit_cpu_seconds_
+    assert clock.shape == (25,) and clock[0] > 0 and np.all(np.diff(clock) >= 0) and clock[-1] > clock[0]
+    assert clock[-1] <= est.stage_fit_seconds_[-1] * 1.5 + 0.05      # one thread: CPU no more than its wall
 
 
 def test_a_marginal_budget_has_caps_of_its_own(tmp_path, monkeypatch):

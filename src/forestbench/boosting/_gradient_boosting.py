@@ -32,8 +32,9 @@ change between iterations), choosing exactly the splits the forestbench kernel's
 non-constant feature is scored (scikit-learn's trees, on which the papers' boosting ran).
 
 Fitted records: ``stage_n_trees_`` (cumulative number of trees after each stage), ``stage_fit_seconds_``
-(cumulative fit wall seconds), ``stage_bounded_steps_`` (line searches of each stage decided by the logistic step
-bound), ``train_loss_`` (training loss before the first and after every stage, when
+(cumulative fit wall seconds), ``stage_fit_cpu_seconds_`` (the same in CPU seconds of the process: both count
+the fit's one-off set-up in the first stage), ``stage_bounded_steps_`` (line searches of each stage decided by the
+logistic step bound), ``train_loss_`` (training loss before the first and after every stage, when
 ``monitor_train_loss=True``).
 """
 from __future__ import annotations
@@ -248,6 +249,7 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
         res.pop("val_sse")
         self.train_scores_ = res.pop("train_scores") * scale
         self.stage_fit_seconds_ = res.pop("stage_seconds")
+        self.stage_fit_cpu_seconds_ = res.pop("stage_cpu_seconds")
         self.stage_bounded_steps_ = res.pop("bounded_steps")
         loss_path = res.pop("train_loss")
         if self.monitor_train_loss:

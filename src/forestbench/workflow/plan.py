@@ -386,8 +386,8 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
 
 def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None = None) -> res.Cost:
     """The cost of a variant's budget job on a dataset shape (its training part): the reference's timed fits
-    (5 repeats) and every candidate's (3 repeats), each of ``PROBE_STAGES`` stages, and of ``MARGINAL_STAGES``
-    more under ``per_stage: marginal`` (``forestbench.workflow.selection.seconds_per_stage``). The reference is
+    (5 repeats) and every candidate's (3 repeats), each of ``PROBE_STAGES`` stages, or of ``MARGINAL_STAGES``
+    under ``per_stage: marginal`` (``forestbench.workflow.selection.seconds_per_stage``). The reference is
     charged to every variant, though the first budget job of a dataset stores it for the others; a zero cost for a
     variant without a budget."""
     from forestbench.workflow.methods import get_method
@@ -399,7 +399,7 @@ def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None
     n, p, d = res.shape_of(shape)
     labels, density = res.label_density(shape), res.input_density(shape)
     staged = variant.tune["staged"]
-    stages = [PROBE_STAGES] + ([MARGINAL_STAGES] if budget.get("per_stage", "average") == "marginal" else [])
+    stages = [MARGINAL_STAGES] if budget.get("per_stage", "average") == "marginal" else [PROBE_STAGES]
 
     def timed(method, params, repeats):
         costs = [method.cost_of(n, p, d, {**params, staged: k}, sparse=sparse, density=density,

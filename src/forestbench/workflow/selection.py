@@ -41,8 +41,8 @@ PROBE_STAGES = 10
 
 #: how a budget times one stage (``tune.budget.per_stage``): ``average``, a fit of PROBE_STAGES stages divided by
 #: PROBE_STAGES, so the fit's one-off set-up (the presorted builder's sort of X, the index of its two-valued
-#: features) is spread over the probe's stages; ``marginal``, the difference between fits of MARGINAL_STAGES and
-#: of PROBE_STAGES stages divided by the stages between them, so that only the stages' own work is charged
+#: features) is spread over the probe's stages; ``marginal``, the stages' own work only, read off the CPU clock of
+#: one fit of MARGINAL_STAGES stages between the end of its first stage and the end of its last
 PER_STAGE = tuning.PER_STAGE
 MARGINAL_STAGES = 3 * PROBE_STAGES
 
@@ -56,30 +56,37 @@ def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int =
     wall agree on an idle machine.
 
     ``per_stage="average"``: a fit of ``probe_stages`` stages divided by ``probe_stages``, its one-off set-up
-    included. ``"marginal"``: per repeat, a fit of ``3 * probe_stages`` stages less one of ``probe_stages``,
-    divided by the ``2 * probe_stages`` stages between them, i.e. the cost of one more stage with the set-up left
-    out (on scene's training part the set-up of gbmort's presorted trees is about 17 ms, 1.7 ms of each of the 10
-    stages that ``average`` times, where a stump stage on sqrt(p) features costs 0.2 ms). A repeat whose
-    difference is not positive (a fit too fast for its set-up to be told apart) counts the longer fit's
-    average."""
+    included. ``"marginal"``: a fit of ``3 * probe_stages`` stages whose estimator records the process' CPU clock
+    after every stage (``stage_fit_cpu_seconds_``, as forestbench's boosting does); the clock's advance from the
+    end of the first stage to the end of the last, over the stages between, is the cost of one more stage with the
+    set-up left out (on scene's fit rows the set-up of gbmort's presorted trees is about 17 ms, 1.7 ms of each of
+    the 10 stages that ``average`` times, where a stump stage on sqrt(p) features costs 0.2 ms). An estimator
+    without that record is timed by two fits, of ``3 * probe_stages`` and of ``probe_stages`` stages, whose
+    difference is divided by the stages between them; a repeat whose difference is not positive counts the longer
+    fit's average. (The difference of two fits spreads widely: the set-up's own variation is of the order of 20
+    stages of a stump; the one-fit clock has none of it.)"""
     if per_stage not in PER_STAGE:
         raise ConfigError(f"tune.budget.per_stage must be one of {', '.join(PER_STAGE)}, not {per_stage!r}")
 
-    def fit_seconds(stages: int) -> float:
+    def fit(stages: int):
         est = make({**params, staged: stages})
         t0 = time.process_time()
         est.fit(X, Y)
-        return time.process_time() - t0
+        return est, time.process_time() - t0
 
     times = []
+    long_stages = 3 * probe_stages
     for _ in range(repeats):
-        short = fit_seconds(probe_stages)
         if per_stage == "average":
-            times.append(short / probe_stages)
+            times.append(fit(probe_stages)[1] / probe_stages)
             continue
-        long = fit_seconds(3 * probe_stages)
-        extra = (long - short) / (2 * probe_stages)
-        times.append(extra if extra > 0 else long / (3 * probe_stages))
+        est, long = fit(long_stages)
+        clock = getattr(est, "stage_fit_cpu_seconds_", None)
+        if clock is not None and len(clock) == long_stages:
+            times.append(max(float(clock[-1] - clock[0]), 0.0) / (long_stages - 1))
+            continue
+        extra = (long - fit(probe_stages)[1]) / (long_stages - probe_stages)
+        times.append(extra if extra > 0 else long / long_stages)
     return float(np.median(times))
 
 

@@ -20,7 +20,7 @@ A ``tune:`` block (schema: ``workflow/schemas/config.schema.yaml``)::
                                   # reference, measured once per dataset; each candidate's cap on the staged
                                   # parameter is stored in the variant's budget.json (reruns reuse it)
         per_stage: average        # a stage's time: a 10-stage fit / 10 (average, set-up included) or the
-                                  # cost of 20 more stages / 20 (marginal: the stages' own work only)
+                                  # CPU clock over stages 2-30 of one fit (marginal: the stages' own work only)
 
 Validation rows are drawn from the training rows of the split only; the test rows never reach selection.
 """
