@@ -40,8 +40,8 @@ from forestbench._io import write_json, write_json_if_absent
 from forestbench.errors import DataError
 from forestbench.workflow.methods import get_method, load_plugins
 from forestbench.workflow.records import code_versions
-from forestbench.workflow.selection import (MEASURED_CLOCK, capped, choose, evaluate_candidate, seconds_per_stage,
-                                           stage_cap, summary)
+from forestbench.workflow.selection import (MEASURED_CLOCK, REFERENCE_REPEATS, capped, choose, evaluate_candidate,
+                                           seconds_per_stage, stage_cap, summary)
 from forestbench.workflow.tuning import folds_of, recompute_requested  # noqa: F401 - folds_of used here and re-exported
 from forestbench.workflow.variants import RUN_PARAMETERS
 
@@ -211,7 +211,7 @@ def run_budget(spec: dict, prepared, split_file, out, cache_dir=None) -> dict:
               **({} if timing == "average" else {"per_stage": timing})}
     T = _measured(folder, {"reference": reference, "staged": staged, **common},
                   lambda: seconds_per_stage(lambda p: ref_method.build(p, spec.get("seed"), task), reference["params"],
-                                            X, Y, staged, repeats=5, per_stage=timing))
+                                            X, Y, staged, repeats=REFERENCE_REPEATS, per_stage=timing))
     fixed = estimator_params(spec.get("params"))
     caps = {}
     for params in spec["candidates"]:

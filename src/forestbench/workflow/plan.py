@@ -391,7 +391,8 @@ def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None
     charged to every variant, though the first budget job of a dataset stores it for the others; a zero cost for a
     variant without a budget."""
     from forestbench.workflow.methods import get_method
-    from forestbench.workflow.selection import MARGINAL_STAGES, PROBE_STAGES
+    from forestbench.workflow.selection import (CANDIDATE_REPEATS, MARGINAL_STAGES, PROBE_STAGES,
+                                                REFERENCE_REPEATS)
 
     budget = (variant.tune or {}).get("budget")
     if not budget:
@@ -407,10 +408,10 @@ def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None
         return repeats * sum(c.fit_seconds for c in costs), max(c.model_mb for c in costs)
 
     reference = budget["reference"]
-    seconds, model_mb = timed(get_method(reference["method"]), reference["params"], 5)
+    seconds, model_mb = timed(get_method(reference["method"]), reference["params"], REFERENCE_REPEATS)
     method = get_method(variant.method)
     for candidate in exp.candidates(variant):
-        more, mb = timed(method, {**variant.params, **candidate}, 3)
+        more, mb = timed(method, {**variant.params, **candidate}, CANDIDATE_REPEATS)
         seconds, model_mb = seconds + more, max(model_mb, mb)
     return res.Cost(seconds, model_mb)
 

@@ -45,10 +45,13 @@ PROBE_STAGES = 10
 #: one fit of MARGINAL_STAGES stages between the end of its first stage and the end of its last
 PER_STAGE = tuning.PER_STAGE
 MARGINAL_STAGES = 3 * PROBE_STAGES
+#: timed fits per measurement of a budget job: of the reference T, of each candidate (their median counts)
+REFERENCE_REPEATS = 5
+CANDIDATE_REPEATS = 3
 
 
 def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int = PROBE_STAGES,
-                      repeats: int = 3, per_stage: str = "average") -> float:
+                      repeats: int = CANDIDATE_REPEATS, per_stage: str = "average") -> float:
     """Median seconds per stage of ``make(params)`` on (X, Y), in CPU time of the process: the fit's own work,
     which other jobs on the machine do not inflate as they inflate wall time (a stump stage of gbmort on birds'
     training part: 4.1 ms of wall in a budget job beside two long fits and a test run on two cores, 1.6-1.7 ms of
