@@ -516,6 +516,10 @@ def test_readme_table_counts_explained_misses_and_checks_headings(setup):
     table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
     # rf: 0.505 ± 0.01 published, ours 0.505 +- 0.005: within; st: 0.6 against 0.9: out, not explained
     assert "| ref | `tiny` | published scores | 4 run records | 2 | 2 | 1 | 1 | 0 |" in table
+    # and the misses the 1-std rule gives by chance alone, from the two cells' stds and repeats
+    chance = re.search(r"\| 2 \| 2 \| 1 \| 1 \| 0 \| (\d+\.\d) \|", table)
+    assert chance and 0.0 < float(chance.group(1)) < 2.0, table
+    assert "| out of tolerance | explained | out by chance |" in table
     experiments["tiny"]["reference"]["explained"] = [{"dataset": "linnerud", "variant": "st", "see": "Boosting"}]
     table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
     assert "| 2 | 2 | 1 | 1 | 1 |" in table
@@ -555,8 +559,8 @@ def test_readme_table_explains_misses_that_the_reading_of_record_reproduces(setu
     by = {"experiment": "tiny_record", "see": "Folds"}
     experiments["tiny"]["reference"]["explained_by"] = by
 
-    def row(table, name):
-        return next(line for line in table.splitlines() if f"| `{name}` |" in line)
+    def row(table, name):      # the experiment's row up to its explained count (the chance column cut off)
+        return next(line for line in table.splitlines() if f"| `{name}` |" in line).rsplit("|", 2)[0] + "|"
 
     table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
     assert row(table, "tiny").endswith("| 2 | 2 | 1 | 1 | 0 |")      # the reading of record is not archived yet

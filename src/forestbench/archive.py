@@ -843,6 +843,7 @@ class TableRow:
     within: int
     out: int
     explained: int
+    chance: float | None = None      # out of tolerance expected by chance alone (Reproduction.chance), std rule only
 
 
 def summary_rows(archive: Path, experiments_cfg: dict, reference_dir: Path, config_readme: Path) -> tuple[
@@ -891,9 +892,11 @@ def summary_rows(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
             run_protocol = " ".join(str(ref_cfg.get("run_protocol") or "").split())
             if run_protocol:   # two entries of one table (e.g. the same cells run two ways) stay told apart
                 what += f"; run: {run_protocol}"
+            chance = comp.chance() if hasattr(comp, "chance") else None
             rows.append(TableRow(name, comp.table, what, source,
                                  int(len(status)), int((status != STATUS_NOT_RUN).sum()),
-                                 int((status == STATUS_OK).sum()), int(out.sum()), int(explained.sum())))
+                                 int((status == STATUS_OK).sum()), int(out.sum()), int(explained.sum()),
+                                 None if chance is None else chance["expected_out"]))
     return rows, others
 
 
@@ -907,16 +910,19 @@ def readme_table(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
         return "\n".join(lines + ["The archive holds no results yet."]) + "\n"
     if rows:
         lines += ["| published table | experiment | compared | source | cells published | run | within tolerance "
-                  "| out of tolerance | explained |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+                  "| out of tolerance | explained | out by chance |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
         lines += [f"| {r.table} | `{r.experiment}` | {r.what} | {r.source} | {r.cells} | {r.run} | {r.within} | "
-                  f"{r.out} | {r.explained} |" for r in rows]
+                  f"{r.out} | {r.explained} | {'' if r.chance is None else f'{r.chance:.1f}'} |" for r in rows]
         lines += ["", "Within tolerance: the report's verdict (each reference entry's `tolerance_std` published std, "
                   "or `tolerance_abs` / `tolerance_rel` where no std is printed; p-values and ranks: the published "
                   "decision, re-tested or re-ranked on the published cells of the datasets we ran where the entry "
                   "names `cells`). "
                   "Explained: out-of-tolerance cells whose miss `config/README.md` explains (the entry's "
                   "`explained` list names the cells and the heading, or its `explained_by` names the experiment of "
-                  "the reading of record, which has the same cell within tolerance). Cells run but neither within "
+                  "the reading of record, which has the same cell within tolerance). Out by chance: the cells "
+                  "the std rule would leave out by chance alone, were our means and the published ones two draws "
+                  "of the same protocol (each over the cell's splits, with the two stds as measured; the report's "
+                  "reproduction section gives the probability of the count seen). Cells run but neither within "
                   "nor out are "
                   "unjudged: a dataset's run still under way, a reduced protocol, or a test over too few datasets "
                   "to reach significance at all (Wilcoxon needs 6 at 0.05)."]

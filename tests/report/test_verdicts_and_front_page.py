@@ -222,3 +222,42 @@ def test_collect_counts_the_repeats_the_configuration_runs(tmp_path):
     frame.to_csv(tmp_path / "s.csv", index=False)
     summary = summarise(load_scores(tmp_path / "s.csv"), "mse")
     assert (summary["n"].tolist(), summary["n_splits"].tolist()) == ([2], [2])
+
+
+def _cells(rows):
+    base = {**dict.fromkeys(reproduction.COLUMNS, None), "dataset": "d", "variant": "v", "method_id": "m",
+            "paper_printed": "0.5 ± 0.1"}
+    return pd.DataFrame([{**base, **r} for r in rows], columns=reproduction.COLUMNS)
+
+
+def test_chance_counts_the_misses_two_draws_of_one_protocol_would_give():
+    # paper_std = ours_std = 0.1 over 2 splits: the difference of the means has std 0.1, so a 1-std rule misses
+    # with P(|Z| > 1) = 0.3173 and a 2-std rule with P(|Z| > 2) = 0.0455
+    cell = {"paper_std": 0.1, "ours_std": 0.1, "n_repeats": 2, "difference_in_std": 0.5}
+    frame = _cells([{**cell, "status": reproduction.STATUS_OK}, {**cell, "status": reproduction.STATUS_OUT},
+                    {**cell, "status": reproduction.STATUS_NOT_RUN, "ours_std": None},
+                    {**cell, "status": reproduction.STATUS_OK, "paper_std": None}])      # no published std
+    rep = reproduction.Reproduction("t", "lrap", 1.0, None, frame)
+    c = rep.chance()
+    assert c["cells"] == 2 and c["out"] == 1
+    assert c["expected_out"] == pytest.approx(2 * 0.317311, abs=1e-5)
+    assert c["p_at_least"] == pytest.approx(1 - (1 - 0.317311) ** 2, abs=1e-5)
+    wide = reproduction.Reproduction("t", "lrap", 2.0, None, frame).chance()
+    assert wide["expected_out"] == pytest.approx(2 * 0.0455003, abs=1e-5)
+    # ten repeats of the same stds shrink the difference's std by sqrt(5): a miss gets rarer
+    ten = reproduction.Reproduction("t", "lrap", 1.0, None, frame.assign(n_repeats=10)).chance()
+    assert ten["expected_out"] == pytest.approx(2 * 0.0253473, abs=1e-5)
+    text = rep.to_markdown()
+    assert "would leave 0.6 of these 2 judged cells out of tolerance by chance alone; 1 are out" in text
+    assert "probability of at least 1 by chance: 0.53" in text
+    assert "by chance alone" in rep.to_html()
+
+
+def test_chance_is_not_stated_under_a_reduced_protocol_or_without_stds():
+    cell = {"paper_std": 0.1, "ours_std": 0.1, "n_repeats": 3, "status": reproduction.STATUS_OUT,
+            "difference_in_std": 3.0}
+    reduced = reproduction.Reproduction("t", "lrap", 1.0, None, _cells([cell]),
+                                        protocol=reproduction.Protocol(reduced=True))
+    assert reduced.chance() is None and "by chance" not in reduced.to_markdown()
+    no_std = reproduction.Reproduction("t", "lrap", 1.0, 0.01, _cells([{**cell, "paper_std": None}]))
+    assert no_std.chance() is None

@@ -783,6 +783,9 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
                      "Markdown": ctx.write(base.with_suffix(".md"), rep.to_markdown())}
         sec.html, sec.markdown = rep.to_html(), rep.to_markdown()  # both carry the notes
         sec.data = {**rep.counts(), "summary": rep.summary_text(), "protocol": rep.protocol.text()}
+        chance = rep.chance() if hasattr(rep, "chance") else None
+        if chance is not None:      # the rule's misses by chance alone (verdicts.Reproduction.chance)
+            sec.data["chance"] = chance
         repro_sections.append(sec)
     metrics = [str(m) for m in experiment_cfg.get("metrics") or []] or ordered_unique(
         str(s["metric"]) for s in specs if isinstance(s, dict) and s.get("metric"))

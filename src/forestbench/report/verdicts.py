@@ -11,6 +11,7 @@ This module imports nothing else of the report package, so every module may impo
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -127,6 +128,46 @@ class Reproduction:
         rows = self.frame[self.frame["status"] == STATUS_NOT_RUN]
         return list(zip(rows["dataset"], rows["variant"]))
 
+    def chance(self) -> dict | None:
+        """How many judged cells the std rule would leave out of tolerance by chance alone, were our mean and the
+        published one two independent draws of the same protocol: each the mean over the cell's ``n_repeats``
+        splits (the published protocol runs as many as ours), with the spread of the two stds shown. A cell's
+        difference then has the standard deviation s = sqrt((paper_std^2 + ours_std^2) / n_repeats), and it falls
+        outside ``tolerance_std`` published std with probability 2 (1 - Phi(tolerance_std paper_std / s)). Returns
+        the judged cells counted, the expected number out, the number out, and the probability of at least that
+        many out (the cells independent: a Poisson-binomial tail); None when no judged cell has both stds."""
+        if self.protocol.reduced:
+            return None
+        f = self.frame
+        judged = f["status"].isin([STATUS_OK, STATUS_OUT])
+        sp = pd.to_numeric(f["paper_std"], errors="coerce")
+        so = pd.to_numeric(f["ours_std"], errors="coerce")
+        n = pd.to_numeric(f["n_repeats"], errors="coerce")
+        usable = judged & (sp > 0) & so.notna() & (n >= 2)
+        if not usable.any():
+            return None
+        probs = []
+        for a, b, k in zip(sp[usable], so[usable], n[usable]):
+            s = math.sqrt((a * a + b * b) / k)
+            probs.append(math.erfc(self.tolerance_std * a / s / math.sqrt(2.0)))
+        out = int((f.loc[usable, "status"] == STATUS_OUT).sum())
+        dist = np.zeros(len(probs) + 1)
+        dist[0] = 1.0
+        for i, q in enumerate(probs):          # the count of misses, one cell at a time
+            dist[1:i + 2] = dist[1:i + 2] * (1.0 - q) + dist[:i + 1] * q
+            dist[0] *= 1.0 - q
+        return {"cells": len(probs), "expected_out": float(sum(probs)), "out": out,
+                "p_at_least": float(min(1.0, dist[out:].sum()))}
+
+    def chance_text(self) -> str | None:
+        c = self.chance()
+        if c is None:
+            return None
+        return (f"Chance: were ours and the published means two draws of the same protocol (each over the cell's "
+                f"splits, with the two stds shown), the configured rule would leave {c['expected_out']:.1f} of "
+                f"these {c['cells']} judged cells out of tolerance by chance alone; {c['out']} are out "
+                f"(probability of at least {c['out']} by chance: {c['p_at_least']:.2g}).")
+
     def to_csv(self) -> str:
         return self.frame.to_csv(index=False)
 
@@ -164,7 +205,7 @@ class Reproduction:
     def to_markdown(self) -> str:
         lines = [f"**Reproduction of {self.table}** ({self.metric}): {self.summary_text()}.", "",
                  f"- {self.protocol.text()}"]
-        lines += [f"- {n}" for n in self.notes]
+        lines += [f"- {n}" for n in self.notes + [self.chance_text()] if n]
         lines += ["", "| dataset | variant (paper method) | ours | paper | ours − paper | in paper std | status |",
                   "|---|---|---|---|---|---|---|"]
         for r, ours, paper, diff, dstd in self._rows():
@@ -180,7 +221,7 @@ class Reproduction:
         esc = html.escape
         parts = [f"<p class='legend'>{esc(self.summary_text())}</p>",
                  f"<p class='note protocol'>{esc(self.protocol.text())}</p>"]
-        parts += [f"<p class='note'>{esc(n)}</p>" for n in self.notes]
+        parts += [f"<p class='note'>{esc(n)}</p>" for n in self.notes + [self.chance_text()] if n]
         parts.append("<table class='reproduction'><thead><tr><th>dataset</th><th>variant (paper method)</th>"
                      "<th>ours</th><th>paper</th><th>ours − paper</th><th>in paper std</th><th>status</th>"
                      "</tr></thead><tbody>")
