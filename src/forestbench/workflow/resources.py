@@ -388,7 +388,9 @@ def label_density(shape: dict | None) -> float | None:
 
 def input_density(shape: dict | None) -> float | None:
     """Share of non-zero inputs of a dataset with sparse inputs, from its registry shape's ``input_density``; None
-    when the registry does not give it (the cost hooks then assume ``DEFAULT_DENSITY``)."""
+    when the registry does not give it (the cost hooks then assume ``DEFAULT_DENSITY``). For dense two-valued
+    inputs the registry may give the share of entries holding their column's rarer value (genbase): the boosting
+    model charges its split search by it (``methods/boosting.py``), the other hooks read it only for sparse sets."""
     value = (shape or {}).get("input_density")
     return float(value) if value else None
 

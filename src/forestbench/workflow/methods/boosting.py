@@ -50,10 +50,13 @@ def boosting_cost(n, p, d, params, *, sparse=False, density=None, mode="mort"):
     else:                       # vector leaves; split search on q projected (or d) outputs
         trees, q, width, outputs = m, split_outputs(params, d), d, d
     presort = n * p * math.log2(max(n, 2)) * 1e-8
-    if sparse:
+    if sparse or density is not None:
         # sparse inputs (0/1 word indicators, densified for the loop): a feature constant in a node is skipped, the
         # run of its zeros is passed over and the targets are summed over its non-zero rows only
-        # (tree/_presort.pyx), and a column that is one long run sorts fast. Fitted on stumps of gbmort on the
+        # (tree/_presort.pyx), and a column that is one long run sorts fast. The kernel sums a two-valued feature
+        # over the rows holding its rarer value, whichever that is, so dense two-valued inputs whose registry
+        # entry gives `input_density` (the share of entries holding their column's rarer value: genbase, whose
+        # inputs are 0/1 with the 0 rare) take this path too. Fitted on stumps of gbmort on the
         # training parts of medical, enron, bibtex, corel5k and delicious (fixed and per-stage CPU separated; their
         # T in tests/data/budget_reference_measured_cpu.json): the split search by the registry's input density,
         # the presort by SPARSE_PRESORT
