@@ -72,6 +72,7 @@ def main(argv=None) -> int:
         forest.predict(X_test)
         cpu = time.process_time() - start
         model = get_method("random_forest").cost_of(len(train), shape["p"], shape["d"], params, sparse=sparse,
+                                                    density=resources.input_density(shape),
                                                     label_density=resources.label_density(shape)).fit_seconds
         rows.append({"config": config, "params": params, "cpu_s": round(cpu, 3), "model_s": round(model, 3),
                      "nodes_per_tree": forest.n_nodes_ // args.trees})

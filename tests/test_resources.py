@@ -372,9 +372,14 @@ def test_our_rule_for_constant_features_is_charged_on_sparse_inputs_only():
         factor = R.SPARSE_CONSTANT_RULE_FACTOR if sparse else 1.0
         assert kernel_rule == pytest.approx(factor * sklearn_rule)
     # scikit-learn's forests have no such parameter: their rule is the one C_FIT was measured with (and their
-    # per-output cost D_HALF's, where ours is OUR_D_HALF's)
+    # per-output cost D_HALF's, where ours is OUR_D_HALF's; their sparse split search C_FIT's, ours OUR_SPARSE_C_FIT's)
     assert get_method("sklearn_extra_trees").cost_of(2000, 500, 5, params, sparse=True).fit_seconds == \
         pytest.approx(R.forest_cost(2000, 500, 5, {**params, "count_constant_features": True}, sparse=True).fit_seconds)
     assert ours.cost_of(2000, 500, 5, {**params, "count_constant_features": True}, sparse=True).fit_seconds == \
         pytest.approx(R.forest_cost(2000, 500, 5, {**params, "count_constant_features": True}, sparse=True,
-                                    d_half=R.OUR_D_HALF).fit_seconds)
+                                    d_half=R.OUR_D_HALF, sparse_c_fit=R.OUR_SPARSE_C_FIT).fit_seconds)
+    # on dense inputs the two kernels share C_FIT; on sparse ones ours costs less per stored value reached
+    dense = dict(n=2000, p=500, d=5, params={**params, "count_constant_features": True}, d_half=R.OUR_D_HALF)
+    assert R.forest_cost(**dense, sparse_c_fit=R.OUR_SPARSE_C_FIT).fit_seconds == \
+        pytest.approx(R.forest_cost(**dense).fit_seconds)
+    assert R.OUR_SPARSE_C_FIT < R.C_FIT

@@ -77,6 +77,15 @@ SPARSE_NODE_FEATURE_S = 9e-8
 #: 5.1-5.2 calibrate nothing here: most were grown by earlier, slower builds (corel5k's took 10x the probe's time)
 OUR_D_HALF = 96.0
 OUR_SPARSE_CRITERION_COST = SPARSE_CRITERION_COST * OUR_D_HALF / D_HALF
+#: our kernel's ``C_FIT`` on sparse inputs: seconds per (tree x stored value reached x sample x level). Its CSC split
+#: search visits only a node's stored values of a feature, where ``C_FIT`` was measured on scikit-learn's sorts of
+#: dense columns. Fitted at the registry's input density (the plan's; the probe and its test had read the default
+#: 1 %, which charged delicious' 18 stored values a row as 5, so the plan charged 3-4x what the test checked):
+#: ``benchmarks/forest_cost_probe.py`` on delicious and corel5k (tests/data/forest_sparse_inputs_measured_cpu.json)
+#: is charged 1.2-3.5x of its CPU, the archived §5.3.5 forests (timing_5_3_5, 100 trees, q = 1 / 25 / 250 and the
+#: original labels) 1.0-1.7x; with ``C_FIT`` they were 2.9-8.6x and 2.9-4.6x. Table 5.1-5.2's archived corel5k
+#: forests, grown by an earlier, slower build, take 4x this charge; a rerun takes the probe's time
+OUR_SPARSE_C_FIT = 0.3 * C_FIT
 #: our forests' rule for constant features (``count_constant_features: false``, k non-constant features scored per
 #: node) on sparse inputs, where most features are constant in a small node, against scikit-learn's rule, on which
 #: ``C_FIT`` was measured: Table 5.2's extra-trees (our rule) took 2.0-2.5x the fit time of Table 5.1's random
@@ -256,10 +265,13 @@ def fit_seconds(
     max_depth: int | None = None,
     max_leaf_nodes: int | None = None,
     d_half: float = D_HALF,
+    c_fit: float = C_FIT,
 ) -> float:
     """Modelled single-thread wall time of fitting ``n_estimators`` trees (see the module docstring); a depth or
     leaf cap replaces ``log2 n`` by the capped number of levels (``tree_levels``). ``d_half``: the outputs at which
-    the split search's per-output work doubles its cost (``D_HALF``; ``OUR_D_HALF`` for our kernel).
+    the split search's per-output work doubles its cost (``D_HALF``; ``OUR_D_HALF`` for our kernel). ``c_fit``: the
+cost per sample, level and candidate feature (or stored value reached) of a tree (``C_FIT``; ``OUR_SPARSE_C_FIT``
+for our kernel on sparse inputs).
 
     ``max_features``: candidate features per split, as a count (int) or a fraction of ``p`` (float); None = all.
     """
@@ -277,7 +289,7 @@ def fit_seconds(
         k = float(min(max(1, int(max_features)), width)) if width >= 1 else 1.0
         drawn = float(min(max(1, int(max_features)), p))
     per_output = 1.0 + d / d_half
-    seconds = C_FIT * n_estimators * k * n * tree_levels(n, max_depth, max_leaf_nodes) * per_output
+    seconds = c_fit * n_estimators * k * n * tree_levels(n, max_depth, max_leaf_nodes) * per_output
     if sparse:
         seconds += (SPARSE_NODE_FEATURE_S * n_estimators * drawn * tree_nodes(n, 1, max_depth, max_leaf_nodes)
                     * per_output)
@@ -443,7 +455,7 @@ class Cost:
 
 def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
                 density: float | None = None, label_density: float | None = None, d_half: float = D_HALF,
-                label_cost: float = SPARSE_CRITERION_COST) -> Cost:
+                label_cost: float = SPARSE_CRITERION_COST, sparse_c_fit: float = C_FIT) -> Cost:
     """The cost hook of tree ensembles (the default of the method registry).
 
     ``n_estimators`` defaults to 100 (scikit-learn); ``max_features`` as scikit-learn reads it; ``min_samples_leaf``
@@ -452,7 +464,8 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
     ``label_density`` (the share of non-zero labels of a multi-label set, from the registry's ``labels_per_row``):
     a label matrix the trees grow as CSR (``forestbench._label_layout``) charges its leaves by their stored values
     and the split search ``SPARSE_CRITERION_COST`` outputs per label of a row (of the q labels a random output
-    subspace keeps, when it projects them).
+    subspace keeps, when it projects them). ``d_half``, ``label_cost`` and ``sparse_c_fit`` (``c_fit`` of
+    ``fit_seconds`` on sparse inputs) are the kernel's constants: scikit-learn's by default.
     """
     n_estimators = max(1, _positive_int(params.get("n_estimators")) or DEFAULT_N_ESTIMATORS)
     leaf = _positive_int(params.get("min_samples_leaf")) or 1
@@ -470,7 +483,8 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
             # (``forestbench.projections.split_projection``); every other projection's Z is dense (q = d too)
             outputs = max(1, min(outputs, math.ceil(label_cost * label_density * outputs)))
     seconds = fit_seconds(n, p, outputs, n_estimators, max_features=k, sparse=sparse,
-                          density=density, d_half=d_half, **caps) * (1.0 + PREDICT_FRACTION)
+                          density=density, d_half=d_half, c_fit=sparse_c_fit if sparse else C_FIT,
+                          **caps) * (1.0 + PREDICT_FRACTION)
     if sparse and params.get("count_constant_features") is False:
         seconds *= SPARSE_CONSTANT_RULE_FACTOR
     return Cost(seconds, forest_mb(n, d, n_estimators, 1, leaf, labels_per_row=labels_per_row, **caps))

@@ -1,14 +1,15 @@
 """forestbench's own tree estimators (Cython kernel): multi-output, split targets, sparse label matrices."""
 from forestbench.workflow.methods import register
-from forestbench.workflow.resources import OUR_D_HALF, OUR_SPARSE_CRITERION_COST, forest_cost
+from forestbench.workflow.resources import OUR_D_HALF, OUR_SPARSE_C_FIT, OUR_SPARSE_CRITERION_COST, forest_cost
 
 
 def our_forest_cost(n, p, d, params, *, sparse=False, density=None, label_density=None):
-    """Our forests: the forest model with our kernel's per-output cost (``OUR_D_HALF``) and our estimators' default
-    rule for constant features (``count_constant_features: false``) unless the variant sets it."""
+    """Our forests: the forest model with our kernel's per-output cost (``OUR_D_HALF``) and sparse split search
+    (``OUR_SPARSE_C_FIT``), and our estimators' default rule for constant features (``count_constant_features:
+    false``) unless the variant sets it."""
     return forest_cost(n, p, d, {"count_constant_features": False, **(params or {})}, sparse=sparse,
                        density=density, label_density=label_density, d_half=OUR_D_HALF,
-                       label_cost=OUR_SPARSE_CRITERION_COST)
+                       label_cost=OUR_SPARSE_CRITERION_COST, sparse_c_fit=OUR_SPARSE_C_FIT)
 
 
 def single_tree_cost(n, p, d, params, *, sparse=False, density=None, label_density=None):
