@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from forestbench import archive
+from forestbench import archive, validation
 from forestbench._io import write_json
 from forestbench.cli import main
 from forestbench.workflow.collect import collect
@@ -570,6 +570,23 @@ def test_readme_table_explains_misses_that_the_reading_of_record_reproduces(setu
     table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
     assert row(table, "tiny").endswith("| 2 | 2 | 1 | 1 | 1 |")
     assert row(table, "tiny_record").endswith("| 2 | 2 | 1 | 1 | 0 |")
+    # a list of readings (each of its own experiment): a cell is explained when any of them reproduces it
+    elsewhere = {"experiment": "tiny_record", "see": "Folds", "datasets": ["emotions"]}
+    experiments["tiny"]["reference"]["explained_by"] = [elsewhere]
+    table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    assert row(table, "tiny").endswith("| 2 | 2 | 1 | 1 | 0 |")
+    for readings in ([elsewhere, by], [by, elsewhere]):
+        experiments["tiny"]["reference"]["explained_by"] = readings
+        validation.validate({"experiments": experiments}, "config", "tiny.yaml")
+        table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+        assert row(table, "tiny").endswith("| 2 | 2 | 1 | 1 | 1 |")
+    experiments["tiny"]["reference"]["explained_by"] = [by, {"experiment": "nowhere", "see": "Folds"}]
+    with pytest.raises(ConfigError, match=r"explained_by\[1\]\.experiment: no experiment 'nowhere'"):
+        archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
+    experiments["tiny"]["reference"]["explained_by"] = [by, {"experiment": "tiny_record"}]
+    with pytest.raises(ConfigError, match=r"tiny\.yaml.*explained_by"):
+        validation.validate({"experiments": experiments}, "config", "tiny.yaml")
+    experiments["tiny"]["reference"]["explained_by"] = by
     by["datasets"] = ["emotions"]
     table = archive.readme_table(tmp / "archive", experiments, ref, config_readme, "tiny.yaml")
     assert row(table, "tiny").endswith("| 2 | 2 | 1 | 1 | 0 |")

@@ -792,30 +792,50 @@ def _references(cfg: dict) -> list[dict]:
 
 def _explained_by_reading(comparison, ref_cfg: dict, where: str, headings: set[str], experiments_cfg: dict,
                           archived: list[str], comparisons):
-    """Rows of ``comparison.frame`` that the entry's ``explained_by`` reading reproduces: the same published cell
-    (published dataset and variant) within tolerance in any reference entry of the same table of the experiment
-    that runs the reading of record (``experiment``), optionally only on ``datasets``; ``see`` names the heading of
-    config/README.md that says why that reading is the one of record. Nothing is explained while that experiment
-    has no archived results."""
+    """Rows of ``comparison.frame`` that one of the entry's ``explained_by`` readings reproduces: the same published
+    cell (published dataset and variant) within tolerance in any reference entry of the same table of the
+    experiment that runs that reading of record (``experiment``), optionally only on ``datasets``; ``see`` names the
+    heading of config/README.md that says why that reading is the one of record. ``explained_by`` is one reading
+    or a list of them (e.g. the forests' and the boosting budget's, each run by an experiment of its own). Nothing
+    is explained by a reading whose experiment has no archived results yet."""
+    import pandas as pd
+
+    frame = comparison.frame
+    mask = pd.Series(False, index=frame.index)
+    specs = ref_cfg.get("explained_by")
+    if not specs:
+        return mask
+    if isinstance(specs, dict):
+        return _explained_by_one(comparison, specs, where + ".explained_by", headings, experiments_cfg, archived,
+                                 comparisons)
+    if not isinstance(specs, list):
+        raise ConfigError(f"{where}.explained_by must be a reading (experiment, see) or a list of them, "
+                          f"not {type(specs).__name__}")
+    for j, spec in enumerate(specs):
+        mask |= _explained_by_one(comparison, spec, f"{where}.explained_by[{j}]", headings, experiments_cfg,
+                                  archived, comparisons)
+    return mask
+
+
+def _explained_by_one(comparison, spec, where: str, headings: set[str], experiments_cfg: dict,
+                      archived: list[str], comparisons):
+    """The rows that one ``explained_by`` reading (``where`` names it in errors) reproduces."""
     import pandas as pd
 
     from forestbench.report.reproduction import STATUS_OK
 
     frame = comparison.frame
     mask = pd.Series(False, index=frame.index)
-    spec = ref_cfg.get("explained_by")
-    if not spec:
-        return mask
     if not isinstance(spec, dict) or not spec.get("experiment") or not spec.get("see"):
-        raise ConfigError(f"{where}.explained_by must give 'experiment' (the run of the reading of record) and "
+        raise ConfigError(f"{where} must give 'experiment' (the run of the reading of record) and "
                           "'see' (a heading of config/README.md)")
     other = spec["experiment"]
     if other not in experiments_cfg:
-        raise ConfigError(f"{where}.explained_by.experiment: no experiment {other!r} in the configuration")
+        raise ConfigError(f"{where}.experiment: no experiment {other!r} in the configuration")
     if str(spec["see"]) not in headings:
-        raise ConfigError(f"{where}.explained_by.see: config/README.md has no heading {spec['see']!r}")
+        raise ConfigError(f"{where}.see: config/README.md has no heading {spec['see']!r}")
     if not {"dataset_id", "variant", "dataset"} <= set(frame.columns):
-        raise ConfigError(f"{where}.explained_by: the comparison with {comparison.table} has no cells per dataset "
+        raise ConfigError(f"{where}: the comparison with {comparison.table} has no cells per dataset "
                           "and variant to explain")
     if other not in archived:
         return mask
