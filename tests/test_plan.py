@@ -265,6 +265,50 @@ def test_a_marginal_budget_is_charged_the_stages_own_work_plus_each_fits_set_up(
     assert chunk.fit_seconds - chunk.scoring_seconds == pytest.approx(expect / exp.n_chunks(exp.runnable_variants[0]))
 
 
+def test_a_budget_in_scikit_learns_tree_time_caps_by_their_cost_model():
+    # per_stage: sklearn_trees counts the caps in scikit-learn's trees (forest_cost, one tree per target of the
+    # stage: st-gbrt d single-output trees, the gbmort reference one d-output tree); the capped candidates run
+    # our fits for that many stages. The budget job fits scikit-learn's trees: the reference 5 times, each tree
+    # setting 3 times (the two learning rates share one)
+    from forestbench.workflow.methods import get_method
+    from forestbench.workflow.plan import budget_cost, sklearn_stage_cost, variant_cost
+    from forestbench.workflow.resources import forest_cost
+
+    grid = {"learning_rate": [0.1, 0.5], "max_leaf_nodes": [2, 8]}
+    tune = {"grid": grid, "validation": {"holdout": 0.2}, "metric": "macro_r2", "staged": "n_estimators",
+            "mode": "dag", "chunk": 2,
+            "budget": {"multiple": 20, "per_stage": "sklearn_trees",
+                       "reference": {"method": "gbmort", "params": {"max_leaf_nodes": 2}}}}
+    config = _config(experiments={"g": {"datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"],
+                                        "methods": [{"name": "gb", "method": "st_gbrt",
+                                                     "params": {"n_estimators": 10000}, "tune": tune}]}})
+    exp = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas").experiments["g"]
+    (gb,) = exp.runnable_variants
+    st = get_method("st_gbrt")
+
+    def tree(rows, outputs, leaves):
+        return forest_cost(rows, 30, outputs, {"n_estimators": 1, "max_features": 1.0, "bootstrap": False,
+                                               "max_leaf_nodes": leaves}).fit_seconds
+
+    T = tree(200, 3, 2)
+    assert sklearn_stage_cost(get_method("gbmort"), {"max_leaf_nodes": 2}, 200, 30, 3) == pytest.approx(T)
+    expect = 0.0
+    for lr in (0.1, 0.5):
+        for leaves in (2, 8):
+            stage = 3 * tree(160, 1, leaves)
+            assert sklearn_stage_cost(st, {"learning_rate": lr, "max_leaf_nodes": leaves}, 160, 30, 3) == \
+                pytest.approx(stage)
+            stages = int(20 * T / stage)
+            assert stages >= 1
+            params = {"learning_rate": lr, "max_leaf_nodes": leaves}
+            expect += min(st.cost_of(160, 30, 3, {**params, "n_estimators": 10000}).fit_seconds,
+                          st.cost_of(160, 30, 3, {**params, "n_estimators": stages}).fit_seconds)
+    _, chunk = variant_cost(exp, gb, {"n": 200, "p": 30, "d": 3}, False)
+    assert chunk.fit_seconds - chunk.scoring_seconds == pytest.approx(expect / exp.n_chunks(gb))
+    assert budget_cost(exp, gb, {"n": 200, "p": 30, "d": 3}, False).fit_seconds == pytest.approx(
+        5 * T + 3 * (3 * tree(200, 1, 2) + 3 * tree(200, 1, 8)))
+
+
 @pytest.mark.parametrize("per_stage, stages", [("average", (10,)), ("marginal", (30,))])
 def test_a_budget_job_is_charged_the_fits_it_times(per_stage, stages):
     # the reference timed 5 times, each candidate 3 times, at 10 stages (30 under marginal); the plan adds

@@ -505,7 +505,97 @@ def test_a_marginal_budget_has_caps_of_its_own(tmp_path, monkeypatch):
     assert "per_stage" not in budgets["average"] and budgets["marginal"]["per_stage"] == "marginal"
     assert budgets["marginal"]["reference_seconds"] == 5e-4
     assert sorted(c["n_stages_max"] for c in budgets["marginal"]["caps"].values()) == [int(7 / 1.3), int(7 / 1.1)]
-    assert selection.PER_STAGE == ("average", "marginal")
+    assert selection.PER_STAGE == ("average", "marginal", "sklearn_trees")
+
+
+def test_a_stage_of_each_boosting_method_is_the_trees_it_grows():
+    """``stage_targets``: br-gbrt grows one tree per output, gbmort one on every output, gbrt-rpo and
+    gbrt-relabel-rpo one on the projected residuals, drawn as the variant draws them."""
+    from forestbench.workflow.methods import get_method
+    from forestbench.workflow.selection import first_stage_residuals
+
+    rng = np.random.default_rng(0)
+    Y = (rng.random((40, 5)) < 0.3).astype(float)
+    R = first_stage_residuals(Y)
+    assert np.allclose(R.mean(axis=0), 0) and np.allclose(R, Y - Y.mean(axis=0))
+    st = get_method("st_gbrt").stage_targets({}, R, 0)
+    assert len(st) == 5 and all(np.array_equal(Z[:, 0], R[:, j]) for j, Z in enumerate(st))
+    (shared,) = get_method("gbmort").stage_targets({}, R, 0)
+    assert np.array_equal(shared, R)
+    (column,) = get_method("gbrt_rpo").stage_targets({"output_projection": "subsample", "n_components": 1}, R, 3)
+    # one output of the residuals, scaled as the random output subspace scales it (sqrt(d / q))
+    assert column.shape == (40, 1) and any(np.allclose(column[:, 0], np.sqrt(5) * R[:, j]) for j in range(5))
+    (gauss,) = get_method("gbrt_relabel_rpo").stage_targets({"output_projection": "gaussian", "n_components": 2},
+                                                             R, 3)
+    assert gauss.shape == (40, 2) and not any(np.allclose(gauss[:, 0], R[:, j]) for j in range(5))
+    assert get_method("sklearn_gbrt").stage_targets is None
+
+
+def test_sklearn_stage_seconds_fits_one_tree_per_target(monkeypatch):
+    """The clock of ``per_stage: sklearn_trees``: scikit-learn's trees with the candidate's leaves and features,
+    one per target of the stage, timed in CPU seconds; the method's own fit is not what it times."""
+    import sklearn.tree
+
+    from forestbench.workflow import selection
+
+    fitted = []
+    real_fit = sklearn.tree.DecisionTreeRegressor.fit
+
+    def spy(self, X, y, *args, **kwargs):
+        fitted.append((self.max_leaf_nodes, self.max_features, X.dtype.name, X.flags.c_contiguous, np.shape(y)))
+        return real_fit(self, X, y, *args, **kwargs)
+
+    monkeypatch.setattr(sklearn.tree.DecisionTreeRegressor, "fit", spy)
+    rng = np.random.default_rng(0)
+    X = np.asfortranarray(rng.random((50, 6)))
+    targets = [rng.normal(size=(50, 1)) for _ in range(3)]
+    seconds = selection.sklearn_stage_seconds(X, targets, {"max_leaf_nodes": 4, "max_features": 0.5,
+                                                           "learning_rate": 0.1}, seed=0, repeats=2)
+    assert seconds >= 0 and len(fitted) == 6
+    assert set(fitted) == {(4, 0.5, "float32", True, (50, 1))}
+    with pytest.raises(ConfigError, match="sklearn_trees"):
+        selection.seconds_per_stage(lambda p: None, {}, X, targets[0], "n_estimators", per_stage="sklearn_trees")
+
+
+def test_a_budget_timed_by_scikit_learns_trees(tmp_path, monkeypatch):
+    """``per_stage: sklearn_trees``: T is scikit-learn's trees on the reference's stage (one tree on every
+    output), a candidate's stage is theirs on its method's stage (br-gbrt: one tree per output), each tree
+    setting measured once whatever its learning rates and losses, and the caps are the multiple of T over it."""
+    from forestbench.workflow import dag_selection
+    from forestbench.workflow.dag_selection import read_budget, run_budget
+
+    timed = []
+
+    def fake(X, targets, params, seed=None, repeats=3):
+        timed.append(([np.shape(Z) for Z in targets], params.get("max_leaf_nodes"), repeats))
+        return 1e-4 * sum(np.shape(Z)[1] for Z in targets) * params.get("max_leaf_nodes", 2)
+
+    monkeypatch.setattr(dag_selection, "sklearn_stage_seconds", fake)
+    tune = {"grid": {"learning_rate": [0.1, 0.5], "loss": ["square", "logistic"], "max_leaf_nodes": [2, 5]},
+            "staged": "n_estimators", "metric": "mse",
+            "budget": {"multiple": 30, "per_stage": "sklearn_trees",
+                       "reference": {"method": "gbmort", "params": {"max_leaf_nodes": 2, "loss": "square"}}}}
+    prepared, split = _toy_files(tmp_path / "data", outputs=2)
+    spec = _spec("st_gbrt", {"n_estimators": 10000}, tune, "dag")
+    out = tmp_path / "tuning" / "e" / "toy" / "v" / "budget.json"
+    run_budget({**spec, "candidates": tuning.candidates(spec["tune"], 0)}, prepared, split, out)
+    budget = read_budget(out)
+    n = 45  # the training part of the toy split
+    assert timed[0] == ([(n, 2)], 2, 5)                           # T: one tree on both outputs, 5 repeats
+    assert sorted(t[1] for t in timed[1:]) == [2, 5]               # one measurement per tree setting, not 8
+    assert all(t[0] == [(n, 1), (n, 1)] and t[2] == 3 for t in timed[1:])
+    assert budget["per_stage"] == "sklearn_trees" and budget["reference_seconds"] == pytest.approx(4e-4)
+    caps = {c["params"]["max_leaf_nodes"]: c["n_stages_max"] for c in budget["caps"].values()}
+    assert caps == {2: int(30 * 4e-4 / 4e-4), 5: int(30 * 4e-4 / 1e-3)}
+    assert len(budget["caps"]) == 8
+    # a rerun measures nothing again
+    run_budget({**spec, "candidates": tuning.candidates(spec["tune"], 0)}, prepared, split, out)
+    assert len(timed) == 3
+    # a method that does not declare its stage's trees cannot be timed so
+    other = _spec("sklearn_gbrt", {"n_estimators": 50}, {**tune, "grid": {"learning_rate": [0.1]}}, "dag")
+    with pytest.raises(ConfigError, match="sklearn_gbrt.*stage_targets"):
+        run_budget({**other, "candidates": tuning.candidates(other["tune"], 0)}, prepared, split,
+                   tmp_path / "other" / "budget.json")
 
 
 def test_write_json_if_absent_keeps_the_first_writer(tmp_path):

@@ -41,7 +41,7 @@ from forestbench.errors import DataError
 from forestbench.workflow.methods import get_method, load_plugins
 from forestbench.workflow.records import code_versions
 from forestbench.workflow.selection import (MEASURED_CLOCK, REFERENCE_REPEATS, capped, choose, evaluate_candidate,
-                                           seconds_per_stage, stage_cap, summary)
+                                           seconds_per_stage, sklearn_stage_seconds, stage_cap, summary)
 from forestbench.workflow.tuning import folds_of, recompute_requested  # noqa: F401 - folds_of used here and re-exported
 from forestbench.workflow.variants import RUN_PARAMETERS
 
@@ -191,6 +191,35 @@ def _measured(folder: Path, what: dict, measure) -> float:
     return seconds
 
 
+def _sklearn_stage_clock(spec: dict, folder: Path, common: dict, X, Y, method, ref_method, fixed: dict):
+    """``(T, stage_seconds)`` of a budget timed by scikit-learn's trees (``per_stage: sklearn_trees``): T is their
+    fit of the reference's stage, ``stage_seconds(candidate)`` of the candidate's, each on the regression targets
+    the method's ``stage_targets`` gives for the first stage. A candidate is measured by its tree parameters only
+    (``SKLEARN_TREE_PARAMS``), so the learning rates and losses of one cell of a grid share one measurement."""
+    from forestbench.errors import ConfigError
+    from forestbench.workflow.selection import CANDIDATE_REPEATS, SKLEARN_TREE_PARAMS, first_stage_residuals
+
+    for m in (ref_method, method):
+        if m.stage_targets is None:
+            raise ConfigError(f"{spec.get('experiment')}/{spec.get('variant')}: tune.budget.per_stage "
+                              f"sklearn_trees needs the trees of one stage of method {m.name!r}, which its "
+                              "registry entry does not declare (stage_targets)")
+    R = first_stage_residuals(Y)
+    seed = spec.get("seed")
+    reference = spec["tune"]["budget"]["reference"]
+
+    def clock(m, params, repeats):
+        tree = {k: params[k] for k in SKLEARN_TREE_PARAMS if k in params}
+        what = {"sklearn_stage": m.name, "params": {k: v for k, v in params.items() if k not in SKLEARN_TREE_PARAMS
+                                                     and k not in ("learning_rate", "loss", spec["tune"]["staged"])},
+                "tree": tree, **common}
+        return _measured(folder, what, lambda: sklearn_stage_seconds(X, m.stage_targets(params, R, seed), params,
+                                                                     seed, repeats=repeats))
+
+    T = clock(ref_method, dict(reference["params"]), REFERENCE_REPEATS)
+    return T, lambda params: clock(method, {**fixed, **params}, CANDIDATE_REPEATS)
+
+
 def run_budget(spec: dict, prepared, split_file, out, cache_dir=None) -> dict:
     """Measure the reference time T (one stage of the reference method) and every candidate's seconds per stage
     on the training part of this split, and write each candidate's stage cap to ``out`` (the budget artifact).
@@ -209,18 +238,25 @@ def run_budget(spec: dict, prepared, split_file, out, cache_dir=None) -> dict:
     # the default timing keeps the fingerprints it has always had, so its stored measurements stay valid
     common = {**_split_part(spec, train, data), "clock": MEASURED_CLOCK,
               **({} if timing == "average" else {"per_stage": timing})}
-    T = _measured(folder, {"reference": reference, "staged": staged, **common},
-                  lambda: seconds_per_stage(lambda p: ref_method.build(p, spec.get("seed"), task), reference["params"],
-                                            X, Y, staged, repeats=REFERENCE_REPEATS, per_stage=timing))
     fixed = estimator_params(spec.get("params"))
+    if timing == "sklearn_trees":
+        T, stage_seconds = _sklearn_stage_clock(spec, folder, common, X, Y, method, ref_method, fixed)
+    else:
+        T = _measured(folder, {"reference": reference, "staged": staged, **common},
+                      lambda: seconds_per_stage(lambda p: ref_method.build(p, spec.get("seed"), task),
+                                                reference["params"], X, Y, staged, repeats=REFERENCE_REPEATS,
+                                                per_stage=timing))
+
+        def stage_seconds(params):
+            def make(p):
+                return method.build({**fixed, **p}, spec.get("seed"), task)
+
+            return _measured(folder, {"method": spec["method"], "fixed": fixed, "params": params,
+                                      "staged": staged, **common},
+                             lambda: seconds_per_stage(make, params, X, Y, staged, per_stage=timing))
     caps = {}
     for params in spec["candidates"]:
-        def make(p):
-            return method.build({**fixed, **p}, spec.get("seed"), task)
-
-        per_stage = _measured(folder, {"method": spec["method"], "fixed": fixed, "params": params,
-                                       "staged": staged, **common},
-                              lambda: seconds_per_stage(make, params, X, Y, staged, per_stage=timing))
+        per_stage = stage_seconds(params)
         caps[tuning.candidate_id(params)] = stage_cap(params, per_stage, staged, tune["budget"]["multiple"], T,
                                                       int(fixed.get(staged) or 100))
     doc = {"reference_seconds": T, "multiple": tune["budget"]["multiple"], "reference": reference,

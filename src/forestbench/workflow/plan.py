@@ -360,6 +360,18 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
         if budget.get("per_stage", "average") == "average":
             cap = budget["multiple"] * probe(ref_method, reference["params"], n, PROBE_STAGES) / PROBE_STAGES
             capped = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
+        elif budget["per_stage"] == "sklearn_trees":
+            # the caps are counted in scikit-learn's tree fits (their cost model), the capped fits run ours
+            T = sklearn_stage_cost(ref_method, reference["params"], n, p, d)
+            capped = []
+            for c, cand in zip(costs, candidates):
+                stages = max(1, int(budget["multiple"] * T / max(sklearn_stage_cost(method, cand, n_fit, p, d),
+                                                                  1e-12)))
+                limit = cand.get(staged) if isinstance(cand.get(staged), int) else stages
+                capped.append(res.Cost(min(c.fit_seconds, probe(method, cand, n_fit, min(stages, limit),
+                                                                label_density=labels, task=task)), c.model_mb))
+            # the refit runs the selected candidate's cap, on the whole training part
+            cap = max(cut.fit_seconds for cut in capped)
         else:
             # T and the caps count the stages' own work; a capped fit costs its set-up on top of the budget
             def marginal(m, params, rows, **hints):
@@ -382,6 +394,23 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
         chunks = max(1, exp.n_chunks(variant))
         return final, res.Cost(search.fit_seconds / chunks, search.model_mb, scoring / chunks)
     return res.Cost(final.fit_seconds + search.fit_seconds, max(final.model_mb, search.model_mb), scoring), None
+
+
+def sklearn_stage_cost(method, params: dict, n: int, p: int, d: int) -> float:
+    """Modelled seconds of scikit-learn's trees fitting one stage of ``method`` with ``params`` (``per_stage:
+    sklearn_trees``): one tree per regression target of the method's ``stage_targets``, on dense inputs, charged
+    by ``resources.forest_cost`` (scikit-learn's constants)."""
+    import numpy as np
+
+    from forestbench.workflow.selection import SKLEARN_TREE_PARAMS
+
+    if method.stage_targets is None:
+        raise ConfigError(f"method {method.name!r} declares no stage_targets: a budget with per_stage "
+                          "sklearn_trees cannot time its stages")
+    widths = [Z.shape[1] for Z in method.stage_targets(params, np.zeros((2, d)), 0)]
+    tree = {"n_estimators": 1, "max_features": 1.0, "bootstrap": False,
+            **{k: params[k] for k in SKLEARN_TREE_PARAMS if params.get(k) is not None}}
+    return sum(res.forest_cost(n, p, w, tree).fit_seconds for w in widths)
 
 
 def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None = None) -> res.Cost:
@@ -408,8 +437,21 @@ def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None
         return repeats * sum(c.fit_seconds for c in costs), max(c.model_mb for c in costs)
 
     reference = budget["reference"]
-    seconds, model_mb = timed(get_method(reference["method"]), reference["params"], REFERENCE_REPEATS)
     method = get_method(variant.method)
+    if budget.get("per_stage") == "sklearn_trees":
+        # scikit-learn's trees on one stage's targets: the reference 5 times, each distinct tree of the
+        # candidates (their learning rates and losses share one) 3 times
+        seconds = REFERENCE_REPEATS * sklearn_stage_cost(get_method(reference["method"]), reference["params"],
+                                                         n, p, d)
+        trees = {}
+        for candidate in exp.candidates(variant):
+            params = {**variant.params, **candidate}
+            key = json.dumps({k: v for k, v in params.items() if k not in ("learning_rate", "loss", staged)},
+                             sort_keys=True, default=str)
+            trees.setdefault(key, params)
+        seconds += sum(CANDIDATE_REPEATS * sklearn_stage_cost(method, params, n, p, d) for params in trees.values())
+        return res.Cost(seconds, n * p * 4 / 2**20)  # the dense float32 copy of X the trees are given
+    seconds, model_mb = timed(get_method(reference["method"]), reference["params"], REFERENCE_REPEATS)
     for candidate in exp.candidates(variant):
         more, mb = timed(method, {**variant.params, **candidate}, CANDIDATE_REPEATS)
         seconds, model_mb = seconds + more, max(model_mb, mb)

@@ -42,7 +42,8 @@ PROBE_STAGES = 10
 #: how a budget times one stage (``tune.budget.per_stage``): ``average``, a fit of PROBE_STAGES stages divided by
 #: PROBE_STAGES, so the fit's one-off set-up (the presorted builder's sort of X, the index of its two-valued
 #: features) is spread over the probe's stages; ``marginal``, the stages' own work only, read off the CPU clock of
-#: one fit of MARGINAL_STAGES stages between the end of its first stage and the end of its last
+#: one fit of MARGINAL_STAGES stages between the end of its first stage and the end of its last; ``sklearn_trees``,
+#: scikit-learn's decision trees fitting the regression targets of one stage (``sklearn_stage_seconds``)
 PER_STAGE = tuning.PER_STAGE
 MARGINAL_STAGES = 3 * PROBE_STAGES
 #: timed fits per measurement of a budget job: of the reference T, of each candidate (their median counts)
@@ -70,6 +71,9 @@ def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int =
     stages of a stump; the one-fit clock has none of it.)"""
     if per_stage not in PER_STAGE:
         raise ConfigError(f"tune.budget.per_stage must be one of {', '.join(PER_STAGE)}, not {per_stage!r}")
+    if per_stage == "sklearn_trees":
+        raise ConfigError("tune.budget.per_stage sklearn_trees times scikit-learn's trees on a stage's targets "
+                          "(sklearn_stage_seconds), not a fit of the method itself")
 
     def fit(stages: int):
         est = make({**params, staged: stages})
@@ -90,6 +94,39 @@ def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int =
             continue
         extra = (long - fit(probe_stages)[1]) / (long_stages - probe_stages)
         times.append(extra if extra > 0 else long / long_stages)
+    return float(np.median(times))
+
+
+def first_stage_residuals(Y) -> np.ndarray:
+    """The negative gradient a boosting fit's first stage grows its trees on: the outputs less their means (the
+    square loss from its constant start; the logistic loss from its log-odds start gives the same), ``n x d``."""
+    Y = _as_2d(Y)
+    return Y - Y.mean(axis=0)
+
+
+#: the tree parameters of a candidate that scikit-learn's trees are given under ``per_stage: sklearn_trees``; the
+#: learning rate and the loss do not change the first stage's trees (``first_stage_residuals``)
+SKLEARN_TREE_PARAMS = ("max_leaf_nodes", "max_features")
+
+
+def sklearn_stage_seconds(X, targets: list, params: dict, seed: int | None = None,
+                          repeats: int = CANDIDATE_REPEATS) -> float:
+    """Median CPU seconds of scikit-learn's ``DecisionTreeRegressor`` fitting every regression target of one stage
+    (``targets``, the method's ``stage_targets``) with the candidate's ``max_leaf_nodes`` and ``max_features``: the
+    clock of a stage in the boosting paper's implementation, whose trees were scikit-learn 0.16's, sorting the
+    node's samples on every candidate feature (as scikit-learn's trees still do). X is given to the trees as its
+    gradient boosting gives it to them: dense float32 in C order, checked once (``check_input=False``)."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float32)
+    Zs = [np.ascontiguousarray(Z.toarray() if sp.issparse(Z) else Z, dtype=np.float64) for Z in targets]
+    tree = {k: params[k] for k in SKLEARN_TREE_PARAMS if params.get(k) is not None}
+    times = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        for Z in Zs:
+            DecisionTreeRegressor(**tree, random_state=seed).fit(X, Z, check_input=False)
+        times.append(time.process_time() - t0)
     return float(np.median(times))
 
 

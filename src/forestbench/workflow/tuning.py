@@ -19,8 +19,10 @@ A ``tune:`` block (schema: ``workflow/schemas/config.schema.yaml``)::
         reference: {method: gbmort, params: {max_leaf_nodes: 2}}  # ... T = seconds of one stage of this
                                   # reference, measured once per dataset; each candidate's cap on the staged
                                   # parameter is stored in the variant's budget.json (reruns reuse it)
-        per_stage: average        # a stage's time: a 10-stage fit / 10 (average, set-up included) or the
-                                  # CPU clock over stages 2-30 of one fit (marginal: the stages' own work only)
+        per_stage: average        # a stage's time: a 10-stage fit / 10 (average, set-up included), the
+                                  # CPU clock over stages 2-30 of one fit (marginal: the stages' own work only),
+                                  # or scikit-learn's trees fitting one stage's regression targets
+                                  # (sklearn_trees: the boosting paper's implementation as the clock)
 
 Validation rows are drawn from the training rows of the split only; the test rows never reach selection.
 """
@@ -36,7 +38,7 @@ import numpy as np
 from forestbench.errors import ConfigError, DataError
 
 #: how a budget times a stage (``forestbench.workflow.selection.seconds_per_stage``)
-PER_STAGE = ("average", "marginal")
+PER_STAGE = ("average", "marginal", "sklearn_trees")
 #: set to 1 to recompute every stored candidate and budget measurement of DAG tuning instead of reusing them
 #: (``forestbench.workflow.dag_selection``); the workflow sets it for ``--forcerun tune``, ``--forcerun budget``,
 #: ``--forceall``

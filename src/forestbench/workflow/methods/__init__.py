@@ -33,6 +33,12 @@ What an entry declares:
   key of every stored tuning candidate it names, so that records, selections and candidates computed before the
   change are not reused: ``archive restore`` leaves them out (budgets, which time the fits, stay) and the workflow
   refits them. Results of the parameters it does not name stay valid.
+- ``stage_targets``: ``stage_targets(params, R, seed) -> [Z_1, ..., Z_t]``, for a staged (boosting) method: the
+  regression targets of the trees one stage grows, from the first stage's residuals ``R`` (``n x d``, the outputs
+  less their means): d columns for one tree per output, ``R`` for one shared tree, a projection of ``R`` for a
+  tree on projected outputs. A budget timed with ``per_stage: sklearn_trees`` fits scikit-learn's decision trees on
+  them as the clock of a stage (``forestbench.workflow.selection.sklearn_stage_seconds``); a method without it
+  cannot be timed so.
 - ``requires``: ``{module: install hint}`` of optional packages the estimator imports only when it is fitted (the
   ``peers`` extra). They are looked up, not imported, when a workflow or a plan is built: a run whose variants lack
   one is told so by name before its first job (:meth:`MethodSpec.missing`), instead of failing at fit time.
@@ -68,6 +74,7 @@ class MethodSpec:
     task_params: dict | None = field(default=None, compare=False)
     requires: dict | None = field(default=None, compare=False)
     revision: Callable[[dict], str | None] | None = field(default=None, compare=False)
+    stage_targets: Callable[..., list] | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ the estimator, imported on demand
     def estimator_class(self):
@@ -200,7 +207,8 @@ PLANNED: dict[str, str] = {}
 
 def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callable[..., Any] | None = None,
              description: str = "", classifier: bool = False, task_params: dict | None = None,
-             requires: dict | None = None, revision: Callable[[dict], str | None] | None = None) -> MethodSpec:
+             requires: dict | None = None, revision: Callable[[dict], str | None] | None = None,
+             stage_targets: Callable[..., list] | None = None) -> MethodSpec:
     """Register ``name``; see the module docstring. Registering a name twice is an error."""
     if not isinstance(estimator, str) or ":" not in estimator:
         raise ValueError(f"method {name!r}: estimator must be 'package.module:Name', got {estimator!r}")
@@ -210,7 +218,7 @@ def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callabl
     caller = sys._getframe(1).f_globals.get("__name__", "")
     spec = MethodSpec(name, estimator, sparse_y, cost, description, classifier, caller,
                       {task: dict(values) for task, values in (task_params or {}).items()} or None,
-                      dict(requires) if requires else None, revision)
+                      dict(requires) if requires else None, revision, stage_targets)
     METHODS[name] = spec
     PLANNED.pop(name, None)
     return spec

@@ -130,17 +130,42 @@ def logistic_step_bound(params: dict) -> str | None:
     return "logistic-step-bound" if params.get("loss") == "logistic" else None
 
 
+# the trees of one stage, as `per_stage: sklearn_trees` budgets time them (the registry's `stage_targets`). R is the
+# first stage's residuals, the outputs less their means: the negative gradient of the square loss at the constant
+# start and of the logistic loss at its log-odds start alike, so the loss (and the learning rate) never changes them
+def one_tree_per_output(params, R, seed):
+    """st-gbrt (br-gbrt): one single-output tree per output and stage."""
+    return [R[:, [j]] for j in range(R.shape[1])]
+
+
+def one_shared_tree(params, R, seed):
+    """gbmort: one tree on every output's residuals."""
+    return [R]
+
+
+def one_tree_on_projected(params, R, seed):
+    """gbrt-rpo and gbrt-relabel-rpo: one tree on q projections of the residuals, drawn as the variant draws them
+    (``output_projection``, ``n_components``; the estimators' defaults: a random output subspace of one output)."""
+    from forestbench.projections import make_projection, project_outputs
+
+    projection = make_projection(params.get("output_projection") or "subsample", params.get("n_components") or 1,
+                                 R.shape[1], random_state=seed)
+    return [project_outputs(R, projection)]
+
+
 _BOOSTING = "forestbench.boosting"
 register("st_gbrt", f"{_BOOSTING}:STGradientBoostingRegressor", cost=st_boosting_cost,
-         revision=logistic_step_bound,
+         revision=logistic_step_bound, stage_targets=one_tree_per_output,
          description="single-target gradient boosting (br-gbrt for multi-label): one model per output, trees "
                      "fitted round-robin (thesis ch.6)")
 register("gbmort", f"{_BOOSTING}:GBMORTRegressor", cost=boosting_cost, revision=logistic_step_bound,
+         stage_targets=one_shared_tree,
          description="multi-output gradient boosting, one shared multi-output tree per iteration (thesis Alg. 6.1)")
 register("gbrt_rpo", f"{_BOOSTING}:GBRTRPORegressor", cost=rpo_cost, revision=logistic_step_bound,
+         stage_targets=one_tree_on_projected,
          description="gradient boosting on a random 1-d projection of the residuals per iteration (thesis Alg. 6.2)")
 register("gbrt_relabel_rpo", f"{_BOOSTING}:GBRTRelabelRPORegressor", cost=boosting_cost,
-         revision=logistic_step_bound,
+         revision=logistic_step_bound, stage_targets=one_tree_on_projected,
          description="gradient boosting on projected residuals, leaves relabelled with the residual means "
                      "(thesis Alg. 6.3)")
 register("artificial_gbrt", f"{_BOOSTING}:ArtificialGBRTRegressor", cost=artificial_cost,
