@@ -620,6 +620,31 @@ def test_readme_command_writes_and_checks_the_marked_table(setup, capsys):
 
 
 
+def test_add_rewrites_the_readme_table_beside_the_archive(setup, capsys):
+    """`archive add` leaves the README beside the archive current (a commit of archive/ and README.md then passes
+    the table's test), unless --no-readme, or the README's table was generated from another configuration."""
+    tmp, configfile, plan, results, files = setup
+    readme = tmp / "README.md"
+    ref = write_reference(tmp)
+    readme_args = ["archive", "readme", "--archive", str(tmp / "archive"), "--configfile", str(configfile),
+                   "--reference-dir", str(ref), "--config-readme", str(readme), "--readme", str(readme)]
+    readme.write_text(f"intro\n{archive.TABLE_START}\nold\n{archive.TABLE_END}\nrest\n")
+    assert main(readme_args) == 0
+    before = readme.read_text()
+    add_args = ["archive", "add", "--results", str(results), "--archive", str(tmp / "archive"), "--configfile",
+                str(configfile), "--reference-dir", str(ref), "--config-readme", str(readme)]
+    assert main(add_args + ["--no-readme"]) == 0
+    assert readme.read_text() == before and main(readme_args + ["--check"]) == 1
+    assert main(add_args) == 0
+    assert "reproduction table updated" in capsys.readouterr().out
+    assert main(readme_args + ["--check"]) == 0 and readme.read_text() != before
+    # a table generated from another configuration is left alone, with the command that rewrites it
+    other = readme.read_text().replace(f"--configfile {configfile}`", "--configfile config/other.yaml`")
+    readme.write_text(other)
+    assert main(add_args) == 0
+    assert readme.read_text() == other and "not generated from" in capsys.readouterr().out
+
+
 def test_report_and_readme_refuse_results_of_another_configuration(setup, capsys):
     """Results archived under other parameters are not shown as the configuration's (a table would mix them)."""
     tmp, configfile, plan, results, files = setup

@@ -1010,7 +1010,32 @@ def _add(args) -> int:
         print(f"  kept the archived {path} (results/ holds another version; --replace to archive that one)")
     for message in outcome.refused:
         print(f"  refused: {message}", file=sys.stderr)
+    if not args.no_readme:
+        _refresh_readme(args)
     return 1 if outcome.refused else 0
+
+
+def _refresh_readme(args) -> None:
+    """After ``archive add``: rewrite the README's reproduction table, so that a commit of the archive can carry
+    a current table (a test checks it). Only the README beside the archive (``README.md`` of the folder holding
+    ``archive/``), and only when its table was generated from the same ``--configfile``; otherwise say how."""
+    readme = Path(args.archive).resolve().parent / "README.md"
+    if not readme.is_file():
+        return
+    text = readme.read_text(encoding="utf-8")
+    try:
+        table = current_table(text, readme)
+    except ConfigError:
+        return
+    if f"archive readme --configfile {args.configfile}`" not in table.splitlines()[0]:
+        print(f"  {readme}: its table is not generated from {args.configfile}; `python -m forestbench archive "
+              f"readme --configfile ...` with that table's configuration rewrites it")
+        return
+    new = replace_table(text, readme_table(args.archive, _experiments_cfg(args.configfile), args.reference_dir,
+                                           args.config_readme, str(args.configfile)), readme)
+    if new != text:
+        write_text(readme, new)
+    print(f"  {readme}: reproduction table {'updated' if new != text else 'already current'}")
 
 
 def _restore(args) -> int:
@@ -1089,6 +1114,12 @@ def register(subparsers) -> None:
     p.add_argument("--reconfigure", action="store_true",
                    help="an experiment archived under another configuration: remove its archived runs that the "
                         "configuration no longer gives (and their tuning files), keep the others, then archive")
+    p.add_argument("--no-readme", action="store_true",
+                   help="leave README.md's reproduction table as it is (by default `add` rewrites it from the "
+                        "archive when README.md sits beside the archive and its table comes from --configfile)")
+    p.add_argument("--reference-dir", type=Path, default=Path("config/reference"))
+    p.add_argument("--config-readme", type=Path, default=Path("config/README.md"),
+                   help="where explained misses are explained (for the README's table)")
     p.set_defaults(func=_add)
 
     p = sub.add_parser("restore", help="put archived files back under results/ so that snakemake fits only what "
