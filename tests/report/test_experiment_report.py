@@ -217,6 +217,65 @@ def test_variant_group_labels():
     assert labels == ["a (loss=ls)", "a (loss=ls)", "a (loss=lad)", "a (loss=lad)", "b"]
 
 
+def test_variant_group_labels_by_the_variants_name_template():
+    """Lines named by their variants' shared name prefix (the configuration's `rf-shared-q{n_components}`), as
+    the sweep's matches name them; an unset parameter reads `default`, never `nan`; names with no shared prefix
+    per line keep the method-and-parameters label."""
+    from forestbench.report.data import add_variant_group
+
+    rows = pd.DataFrame({"method": ["rf"] * 4 + ["tree"] * 2,
+                         "variant": ["rf-shared-q1", "rf-shared-q5", "rf-pertree-q1", "rf-pertree-q5",
+                                     "tree-q1", "tree-q5"],
+                         "param.q": [1, 5, 1, 5, 1, 5],
+                         "param.sharing": ["shared", "shared", "per_tree", "per_tree", np.nan, np.nan],
+                         "param.bootstrap": [np.nan, np.nan, np.nan, np.nan, False, False]})
+    labels = add_variant_group(rows, rows, "param.q")["variant_group"].tolist()
+    assert labels == ["rf-shared-q*"] * 2 + ["rf-pertree-q*"] * 2 + ["tree-q*"] * 2
+    unnamed = rows.assign(variant=["a", "b", "c", "d", "e", "f"])
+    labels = add_variant_group(unnamed, unnamed, "param.q")["variant_group"].tolist()
+    assert labels == ["rf (sharing=shared)"] * 2 + ["rf (sharing=per_tree)"] * 2 + ["tree"] * 2
+    unset = pd.DataFrame({"method": ["rf", "rf"], "param.q": [1, 1], "param.k": [np.nan, 3.0]})
+    assert add_variant_group(unset, unset, "param.q")["variant_group"].tolist() == ["rf (k=default)", "rf (k=3)"]
+
+
+def test_a_sweep_draws_its_matched_baselines_as_horizontal_lines(tmp_path, monkeypatch):
+    """The baselines a sweep's curves are matched against have no x: they are drawn across each panel (the
+    thesis' figures show the original-output forest so), not left out of the figure."""
+    import copy
+
+    from forestbench.report import figures
+    from report_fixtures import make_scores
+
+    drawn = []
+    real = figures.sweep_plot
+
+    def spy(rows, x, metric, hue, baselines=None):
+        drawn.append(None if baselines is None else sorted(set(baselines["variant"])))
+        fig = real(rows, x, metric, hue, baselines)
+        drawn.append(sum(len(ax.lines) for ax in fig.axes))
+        return fig
+
+    monkeypatch.setattr(figures, "sweep_plot", spy)
+    scores = make_scores()
+    scores.loc[scores["variant"] == "rf", "param.n_components"] = np.nan
+    # a numeric axis: q = 1, 10 (for ln d) and 100 (for d)
+    scores["param.n_components"] = scores["param.n_components"].replace({"ln_d": "10", "d": "100"})
+    scores_csv = tmp_path / "scores.csv"
+    scores.to_csv(scores_csv, index=False)
+    cfg = copy.deepcopy(EXPERIMENT_CFG)
+    cfg["reports"] = [{"kind": "sweep", "metric": "lrap", "x": "param.n_components",
+                       "matches": [{"curve": "rf-gaussian-q", "baseline": "rf", "claimed": 10}]}]
+    build_experiment_report(scores_csv, "table_5_1", cfg, REFERENCE_DIR, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert drawn[0] == ["rf"] and "horizontal lines (mean ± std over repeats): rf" in md
+    assert "left out (no n_components)" not in md
+    plain = copy.deepcopy(cfg)
+    plain["reports"][0].pop("matches")
+    build_experiment_report(scores_csv, "table_5_1", plain, REFERENCE_DIR, tmp_path / "plain")
+    assert drawn[2] is None and drawn[1] > drawn[3]     # one line more per panel with the baseline drawn
+    assert "left out (no n_components): rf" in (tmp_path / "plain" / "report.md").read_text()
+
+
 def test_timing_report_puts_ratios_beside_the_published_times(tmp_path):
     """The thesis' timing claims are ratios (the plain forest over each projected one): the report gives ours beside
     them. Fixture CPU times: rf 2.0 s, q = 1 0.5 s, q = d 1.6 s."""

@@ -204,7 +204,10 @@ def param_columns(scores: pd.DataFrame) -> list[str]:
 
 def add_variant_group(rows: pd.DataFrame, scores: pd.DataFrame, x: str | None) -> pd.DataFrame:
     """Add ``variant_group``: the method plus the parameters (other than the swept ``x``) that differ between
-    configurations of that method, so that one line of a sweep is one configuration with only ``x`` changing."""
+    configurations of that method, so that one line of a sweep is one configuration with only ``x`` changing. A
+    parameter a configuration leaves unset reads ``default``. When every line of several variants is named by a
+    prefix its variant names share (``rf-shared-q1``, ``rf-shared-q2``, ...: the configuration's name template),
+    distinct between lines, the line is labelled by it (``rf-shared-q*``), as the sweep's ``matches`` name it."""
     rows = rows.copy()
     params = [c for c in param_columns(scores) if c != x and c in rows.columns]
     labels = rows["method"].astype(str).copy()
@@ -218,10 +221,31 @@ def add_variant_group(rows: pd.DataFrame, scores: pd.DataFrame, x: str | None) -
             joined = joined + ", " + part
         labels.loc[grp.index] = method + " (" + joined + ")"
     rows["variant_group"] = labels
+    if "variant" in rows.columns:
+        rows["variant_group"] = rows["variant_group"].map(_name_prefixes(rows))
     return rows
 
 
+def _name_prefixes(rows: pd.DataFrame) -> dict[str, str]:
+    """``{label: label}``, or ``{label: "<common prefix of its variant names>*"}`` for every label when each line
+    of more than one variant has such a prefix and no two lines share one."""
+    import os.path
+
+    names = {label: sorted(set(grp["variant"].astype(str)))
+             for label, grp in rows.groupby("variant_group", sort=False)}
+    same = {label: label for label in names}
+    prefixes = {label: os.path.commonprefix(v) for label, v in names.items() if len(v) > 1}
+    if not prefixes or not all(prefixes.values()) or len(set(prefixes.values())) < len(prefixes):
+        return same
+    single = {v[0] for label, v in names.items() if len(v) == 1}
+    if any(p + "*" in single for p in prefixes.values()):
+        return same
+    return {**same, **{label: prefix + "*" for label, prefix in prefixes.items()}}
+
+
 def _fmt_param(value) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "default"      # the configuration leaves the parameter to the estimator
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

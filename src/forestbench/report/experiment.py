@@ -223,9 +223,20 @@ def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
     rows = ctx.restrict(final_rows(ctx.scores, metric), spec)
     if not rows.empty and x not in rows.columns:
         raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
+    baselines = None
     if spec.get("matches"):
         _sweep_matches(ctx, sec, slug, spec, rows, x, metric)
+        # the baselines the curves are matched against are drawn as horizontal lines, not left out
+        named = [str(m["baseline"]) for m in spec["matches"]]
+        if not rows.empty:
+            baselines = rows[rows["variant"].isin(named) & rows[x].isna()]
+            if not baselines.empty:
+                sec.notes.append("horizontal lines (mean ± std over repeats): "
+                                 + _short(ordered_unique(baselines["variant"])))
+                rows = rows.drop(baselines.index)
     rows = _with_hue(ctx, _placed(sec, rows, x), hue, x)
+    if baselines is not None and not baselines.empty:
+        return _line_figure(ctx, sec, slug, figures.sweep_plot, rows, x, metric, hue, baselines)
     return _line_figure(ctx, sec, slug, figures.sweep_plot, rows, x, metric, hue)
 
 

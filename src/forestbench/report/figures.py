@@ -170,7 +170,7 @@ def _facet_line_plot(data: pd.DataFrame, x: str, y: str, hue: str | None, ylabel
         grid.set_axis_labels(xlabel, ylabel)
         grid.set_titles("{col_name}")
         if hue and grid.legend is not None:
-            grid.legend.set_title(_label(hue))
+            grid.legend.set_title("variant" if hue == "variant_group" else _label(hue))
         if levels is not None:
             for ax in grid.axes.flat:
                 ax.set_xticks(range(len(levels)), [param_value_label(x, v) for v in levels])
@@ -219,9 +219,25 @@ def _ensure_tick_labels(ax) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def sweep_plot(rows: pd.DataFrame, x: str, metric: str, hue: str | None):
-    """Mean ± std (over repeats) of ``metric`` against the swept parameter ``x``, one panel per dataset."""
-    return _facet_line_plot(rows, x, "value", hue, metric, _label(x))
+def sweep_plot(rows: pd.DataFrame, x: str, metric: str, hue: str | None, baselines: pd.DataFrame | None = None):
+    """Mean ± std (over repeats) of ``metric`` against the swept parameter ``x``, one panel per dataset.
+    ``baselines`` (columns dataset, variant, value: a variant without ``x``, one row per repeat) are drawn as
+    horizontal lines at their mean over repeats, with a ± std band, labelled by variant."""
+    fig = _facet_line_plot(rows, x, "value", hue, metric, _label(x))
+    if baselines is not None and not baselines.empty:
+        panels = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
+        for (dataset, variant), grp in baselines.groupby(["dataset", "variant"], sort=False):
+            ax = panels.get(str(dataset))
+            if ax is None:
+                continue
+            mean = float(grp["value"].mean())
+            std = float(grp["value"].std(ddof=1)) if len(grp) > 1 else 0.0
+            ax.axhline(mean, color="0.3", linestyle=":", linewidth=1.0, zorder=1)
+            if std > 0:
+                ax.axhspan(mean - std, mean + std, color="0.5", alpha=0.15, linewidth=0, zorder=0)
+            ax.annotate(str(variant), xy=(1.0, mean), xycoords=("axes fraction", "data"), xytext=(-2, 2),
+                        textcoords="offset points", ha="right", va="bottom", fontsize=7, color="0.3")
+    return fig
 
 
 def timing_plot(rows: pd.DataFrame, x: str, time: str, hue: str | None):
