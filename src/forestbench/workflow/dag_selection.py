@@ -197,7 +197,7 @@ def _sklearn_stage_clock(spec: dict, folder: Path, common: dict, X, Y, method, r
     the method's ``stage_targets`` gives for the first stage. A candidate is measured by its tree parameters only
     (``SKLEARN_TREE_PARAMS``), so the learning rates and losses of one cell of a grid share one measurement."""
     from forestbench.errors import ConfigError
-    from forestbench.workflow.selection import CANDIDATE_REPEATS, SKLEARN_TREE_PARAMS, first_stage_residuals
+    from forestbench.workflow.selection import CANDIDATE_REPEATS, first_stage_residuals, sklearn_stage_key
 
     for m in (ref_method, method):
         if m.stage_targets is None:
@@ -209,10 +209,7 @@ def _sklearn_stage_clock(spec: dict, folder: Path, common: dict, X, Y, method, r
     reference = spec["tune"]["budget"]["reference"]
 
     def clock(m, params, repeats):
-        tree = {k: params[k] for k in SKLEARN_TREE_PARAMS if k in params}
-        what = {"sklearn_stage": m.name, "params": {k: v for k, v in params.items() if k not in SKLEARN_TREE_PARAMS
-                                                     and k not in ("learning_rate", "loss", spec["tune"]["staged"])},
-                "tree": tree, **common}
+        what = {"sklearn_stage": m.name, **sklearn_stage_key(params, spec["tune"]["staged"]), **common}
         return _measured(folder, what, lambda: sklearn_stage_seconds(X, m.stage_targets(params, R, seed), params,
                                                                      seed, repeats=repeats))
 

@@ -439,6 +439,8 @@ def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None
     reference = budget["reference"]
     method = get_method(variant.method)
     if budget.get("per_stage") == "sklearn_trees":
+        from forestbench.workflow.selection import sklearn_stage_key
+
         # scikit-learn's trees on one stage's targets: the reference 5 times, each distinct tree of the
         # candidates (their learning rates and losses share one) 3 times
         seconds = REFERENCE_REPEATS * sklearn_stage_cost(get_method(reference["method"]), reference["params"],
@@ -446,8 +448,7 @@ def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None
         trees = {}
         for candidate in exp.candidates(variant):
             params = {**variant.params, **candidate}
-            key = json.dumps({k: v for k, v in params.items() if k not in ("learning_rate", "loss", staged)},
-                             sort_keys=True, default=str)
+            key = json.dumps(sklearn_stage_key(params, staged), sort_keys=True, default=str)
             trees.setdefault(key, params)
         seconds += sum(CANDIDATE_REPEATS * sklearn_stage_cost(method, params, n, p, d) for params in trees.values())
         return res.Cost(seconds, n * p * 4 / 2**20)  # the dense float32 copy of X the trees are given

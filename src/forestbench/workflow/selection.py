@@ -109,6 +109,14 @@ def first_stage_residuals(Y) -> np.ndarray:
 SKLEARN_TREE_PARAMS = ("max_leaf_nodes", "max_features")
 
 
+def sklearn_stage_key(params: dict, staged: str) -> dict:
+    """What a stage timed by scikit-learn's trees depends on: the tree parameters, and the method's other
+    parameters but the learning rate, the loss and the staged count (a projection's kind and size)."""
+    return {"params": {k: v for k, v in params.items()
+                       if k not in SKLEARN_TREE_PARAMS and k not in ("learning_rate", "loss", staged)},
+            "tree": {k: params[k] for k in SKLEARN_TREE_PARAMS if k in params}}
+
+
 def sklearn_stage_seconds(X, targets: list, params: dict, seed: int | None = None,
                           repeats: int = CANDIDATE_REPEATS) -> float:
     """Median CPU seconds of scikit-learn's ``DecisionTreeRegressor`` fitting every regression target of one stage
