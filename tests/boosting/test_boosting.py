@@ -560,3 +560,20 @@ def test_rpo_projected_gradient_does_not_depend_on_the_vector_unit(projection, q
     fast = _same_bits_at_every_level(GBRTRPORegressor, kw, X, Y)
     slow = GBRTRPORegressor(**kw, line_search="brent").fit(X, Y).decision_function(X)
     np.testing.assert_allclose(fast, slow, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("loss", ["square", "logistic"])
+def test_timing_the_trees_changes_nothing_but_the_record(cls, loss):
+    """``monitor_tree_time`` reads the CPU clock around every tree: the fitted model is the same, and the
+    trees' cumulative clock never runs back nor past the stage's own (``stage_fit_cpu_seconds_``)."""
+    X, Y = _multilabel() if loss == "logistic" else _regression()
+    params = dict(n_estimators=25, loss=loss, max_leaf_nodes=4, max_features=2, random_state=3)
+    plain = cls(**params).fit(X, Y)
+    timed = cls(**params, monitor_tree_time=True).fit(X, Y)
+    assert np.array_equal(plain.predict(X), timed.predict(X))
+    assert not hasattr(plain, "stage_tree_cpu_seconds_")
+    trees, stages = timed.stage_tree_cpu_seconds_, timed.stage_fit_cpu_seconds_
+    assert trees.shape == stages.shape == (25,)
+    assert np.all(np.diff(trees) >= 0) and trees[-1] > 0
+    assert np.all(trees <= stages)

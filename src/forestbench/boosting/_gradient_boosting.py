@@ -35,7 +35,9 @@ Fitted records: ``stage_n_trees_`` (cumulative number of trees after each stage)
 (cumulative fit wall seconds), ``stage_fit_cpu_seconds_`` (the same in CPU seconds of the process: both count
 the fit's one-off set-up in the first stage), ``stage_bounded_steps_`` (line searches of each stage decided by the
 logistic step bound), ``train_loss_`` (training loss before the first and after every stage, when
-``monitor_train_loss=True``).
+``monitor_train_loss=True``), ``stage_tree_cpu_seconds_`` (cumulative CPU seconds spent growing the trees, when
+``monitor_tree_time=True``: the stage's clock less this is its per-output work, gradient, projection, line search
+and score update).
 """
 from __future__ import annotations
 
@@ -118,6 +120,7 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
         ],
         "random_state": ["random_state"],
         "monitor_train_loss": ["boolean"],
+        "monitor_tree_time": ["boolean"],
         "tree_builder": [StrOptions({"presort", "kernel"})],
         "line_search": [StrOptions({"newton", "brent"})],
         "count_constant_features": ["boolean"],
@@ -125,7 +128,7 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def __init__(self, n_estimators=100, *, learning_rate=0.1, loss="square", max_leaf_nodes=8,
                  max_features=None, random_state=None, monitor_train_loss=False, tree_builder="presort",
-                 line_search="newton", count_constant_features=False):
+                 line_search="newton", count_constant_features=False, monitor_tree_time=False):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.loss = loss
@@ -136,6 +139,7 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.tree_builder = tree_builder
         self.line_search = line_search
         self.count_constant_features = count_constant_features
+        self.monitor_tree_time = monitor_tree_time
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -235,7 +239,8 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
                             int(self.max_features_), projection, int(q), tree_seed, proj_seed,
                             bool(self.monitor_train_loss), self.tree_builder == "presort",
                             None if val is None else val[0], None if val is None else val[1],
-                            self.line_search == "brent", bool(self.count_constant_features))
+                            self.line_search == "brent", bool(self.count_constant_features),
+                            bool(self.monitor_tree_time))
         # the public init_, scores and losses are in the units of y (squared errors may overflow to inf there)
         square_scale = scale * scale
         loss_scale = square_scale if self.loss == "square" else scale
@@ -251,6 +256,9 @@ class _BaseBoosting(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.stage_fit_seconds_ = res.pop("stage_seconds")
         self.stage_fit_cpu_seconds_ = res.pop("stage_cpu_seconds")
         self.stage_bounded_steps_ = res.pop("bounded_steps")
+        tree_cpu = res.pop("stage_tree_cpu_seconds")
+        if self.monitor_tree_time:
+            self.stage_tree_cpu_seconds_ = tree_cpu
         loss_path = res.pop("train_loss")
         if self.monitor_train_loss:
             with np.errstate(over="ignore"):
@@ -352,11 +360,12 @@ class _ProjectedBoosting(_BaseBoosting):
     def __init__(self, n_estimators=100, *, learning_rate=0.1, loss="square", max_leaf_nodes=8,
                  max_features=None, output_projection="subsample", n_components=1, random_state=None,
                  monitor_train_loss=False, tree_builder="presort", line_search="newton",
-                 count_constant_features=False):
+                 count_constant_features=False, monitor_tree_time=False):
         super().__init__(n_estimators, learning_rate=learning_rate, loss=loss, max_leaf_nodes=max_leaf_nodes,
                          max_features=max_features, random_state=random_state,
                          monitor_train_loss=monitor_train_loss, tree_builder=tree_builder,
-                         line_search=line_search, count_constant_features=count_constant_features)
+                         line_search=line_search, count_constant_features=count_constant_features,
+                         monitor_tree_time=monitor_tree_time)
         self.output_projection = output_projection
         self.n_components = n_components
 
@@ -399,11 +408,13 @@ class ArtificialGBRTRegressor(_BaseBoosting):
 
     def __init__(self, n_estimators=100, *, strategy="first_output", learning_rate=0.1, loss="square",
                  max_leaf_nodes=8, max_features=None, random_state=None, monitor_train_loss=False,
-                 tree_builder="presort", line_search="newton", count_constant_features=False):
+                 tree_builder="presort", line_search="newton", count_constant_features=False,
+                 monitor_tree_time=False):
         super().__init__(n_estimators, learning_rate=learning_rate, loss=loss, max_leaf_nodes=max_leaf_nodes,
                          max_features=max_features, random_state=random_state,
                          monitor_train_loss=monitor_train_loss, tree_builder=tree_builder,
-                         line_search=line_search, count_constant_features=count_constant_features)
+                         line_search=line_search, count_constant_features=count_constant_features,
+                         monitor_tree_time=monitor_tree_time)
         self.strategy = strategy
 
     @property

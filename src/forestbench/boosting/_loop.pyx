@@ -318,6 +318,9 @@ cdef struct Loop:
     const float32_t* Xv
     const float64_t* Yv           # (nv, d) row-major, as Fv
     float64_t* Fv
+    # the CPU the trees' growth has taken so far (counted only with time_trees: two clock reads a tree)
+    bint time_trees
+    float64_t tree_cpu
 
 
 cdef intp_t _stage_targets(Loop* L, intp_t t) noexcept nogil:
@@ -539,13 +542,18 @@ cdef int _run_stage(Loop* L, Model* M, PresortBuilder pbuilder, TreeBuilder buil
     """One boosting stage: one tree (st: one per output, round-robin), each followed by its line search and the
     update of the training scores."""
     cdef intp_t j, t, out, nl
+    cdef float64_t t0 = 0.0
     if L.estate and stage % ESTATE_REFRESH == 0:
         # the kept exp(2 y f) is recomputed exactly every ESTATE_REFRESH stages so that rounding cannot drift
         for j in range(L.d):
             logistic_state_reset(L.Yt + j * L.n, L.Ft + j * L.n, L.Et + j * L.n, L.n)
     for t in range(L.trees_per_stage):
         out = _stage_targets(L, t)
+        if L.time_trees:
+            t0 = _cpu_now()
         nl = _grow_tree(L, M, pbuilder, builder, out)
+        if L.time_trees:
+            L.tree_cpu += _cpu_now() - t0
         _step_and_update(L, M, out, nl)
     return 0
 
@@ -580,7 +588,8 @@ cdef void _free_scratch(Loop* L) noexcept nogil:
 def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learning_rate,
           intp_t max_leaf_nodes, intp_t max_features, str projection, intp_t q,
           unsigned long long tree_seed, unsigned long long proj_seed, bint track_loss=False,
-          bint presort=True, X_val=None, Y_val=None, bint brent=False, bint count_constant_features=False):
+          bint presort=True, X_val=None, Y_val=None, bint brent=False, bint count_constant_features=False,
+          bint time_trees=False):
     """Run gradient boosting. X: float32 (n, p) C or Fortran; Y: float64 (n, d), already coded for the loss
     (logistic: -1/+1); F0: float64 (d,) initial constants. Returns a dict of model arrays and stage records.
 
@@ -588,6 +597,10 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     per-output sum of squared errors of the scores after each stage is returned as ``val_sse`` (n_stages, d).
     ``count_constant_features``: the trees' rule for features constant in a node (scikit-learn's when true; see
     ``forestbench.tree._presort.PresortBuilder``).
+    ``time_trees``: the process' CPU spent growing trees (the split search, the partitions and the leaf values the
+    builder computes) is read around every tree and returned as ``stage_tree_cpu_seconds``, cumulative after each
+    stage like ``stage_cpu_seconds`` (zeros without it); the rest of a stage is its per-output work (gradient,
+    projection, line search, score update).
     """
     # the stage times count from here: the one-off work (copies, the sort of every input column) is included
     cdef float64_t t_start = _now()
@@ -602,6 +615,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     L.brent = brent
     L.presort = presort
     L.lr = learning_rate
+    L.time_trees = time_trees
     # logistic loss: E = exp(2 y f) is kept and updated multiplicatively (one exp per leaf value)
     L.estate = L.loss == LOGISTIC and not brent
     cdef intp_t n = X.shape[0], p = X.shape[1], d = Y.shape[1], stage
@@ -659,9 +673,11 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
     L.Yv = &Yvv[0, 0] if L.nv > 0 else NULL
     stage_seconds_arr = np.zeros(n_iter, dtype=np.float64)
     stage_cpu_arr = np.zeros(n_iter, dtype=np.float64)
+    stage_tree_cpu_arr = np.zeros(n_iter, dtype=np.float64)
     train_loss_arr = np.full(n_iter + 1, np.nan, dtype=np.float64)
     bounded_arr = np.zeros(n_iter, dtype=np.intp)
     cdef float64_t[::1] stage_seconds = stage_seconds_arr, train_loss = train_loss_arr, stage_cpu = stage_cpu_arr
+    cdef float64_t[::1] stage_tree_cpu = stage_tree_cpu_arr
     cdef intp_t[::1] bounded_steps = bounded_arr
 
     cdef Model M
@@ -681,6 +697,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
                     _validate_stage(&L, &M, &val_sse[stage, 0])
                 stage_seconds[stage] = _now() - t_start
                 stage_cpu[stage] = _cpu_now() - cpu_start
+                stage_tree_cpu[stage] = L.tree_cpu
                 if track_loss:
                     train_loss[stage + 1] = _train_loss(&L)
         out_dict = _export(&M, L.algo)
@@ -689,6 +706,7 @@ def boost(X, Y, F0, str algo_name, str loss_name, intp_t n_iter, float64_t learn
         _free_model(&M)
     out_dict["stage_seconds"] = stage_seconds_arr
     out_dict["stage_cpu_seconds"] = stage_cpu_arr
+    out_dict["stage_tree_cpu_seconds"] = stage_tree_cpu_arr
     out_dict["train_loss"] = train_loss_arr
     out_dict["bounded_steps"] = bounded_arr
     out_dict["train_scores"] = np.ascontiguousarray(Ft_arr.T)
