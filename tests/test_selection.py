@@ -505,7 +505,7 @@ def test_a_marginal_budget_has_caps_of_its_own(tmp_path, monkeypatch):
     assert "per_stage" not in budgets["average"] and budgets["marginal"]["per_stage"] == "marginal"
     assert budgets["marginal"]["reference_seconds"] == 5e-4
     assert sorted(c["n_stages_max"] for c in budgets["marginal"]["caps"].values()) == [int(7 / 1.3), int(7 / 1.1)]
-    assert selection.PER_STAGE == ("average", "marginal", "sklearn_trees")
+    assert selection.PER_STAGE == ("average", "marginal", "sklearn_trees", "sklearn_trees_plus_outputs")
 
 
 def test_a_stage_of_each_boosting_method_is_the_trees_it_grows():
@@ -625,3 +625,113 @@ def test_write_json_if_absent_without_hard_links(tmp_path, monkeypatch):
     assert write_json_if_absent(path, {"a": 2}) is False
     assert json.loads(path.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
+def test_output_stage_seconds_is_the_stage_clock_less_the_trees():
+    """The per-output work of ``per_stage: sklearn_trees_plus_outputs``: one fit of MARGINAL_STAGES stages at the
+    probe's one feature and learning rate, its clock over stages 2..S less the trees' share, per stage; measured
+    by the loss, the leaves and the projection, not by the features per split or the learning rate."""
+    from forestbench.workflow import selection
+
+    built = []
+
+    class Recorded:
+        def __init__(self, params):
+            built.append(params)
+
+        def fit(self, X, Y):
+            S = selection.MARGINAL_STAGES
+            self.stage_fit_cpu_seconds_ = 0.5 + 0.003 * np.arange(1, S + 1)    # 3 ms a stage after a set-up
+            self.stage_tree_cpu_seconds_ = 0.001 * np.arange(1, S + 1)         # of which 1 ms is the trees'
+            return self
+
+    params = {"learning_rate": 0.5, "max_features": "sqrt", "max_leaf_nodes": 5, "loss": "logistic",
+              "n_estimators": 9}
+    seconds = selection.output_stage_seconds(Recorded, params, None, None, "n_estimators", repeats=2)
+    assert seconds == pytest.approx(0.002)
+    assert built == [{"max_leaf_nodes": 5, "loss": "logistic", "max_features": 1, "learning_rate": 0.1,
+                      "n_estimators": selection.MARGINAL_STAGES, "monitor_tree_time": True}] * 2
+    assert selection.output_stage_key(params, "n_estimators") == {"max_leaf_nodes": 5, "loss": "logistic"}
+
+    class Unrecorded:
+        def __init__(self, params):
+            pass
+
+        def fit(self, X, Y):
+            self.stage_fit_cpu_seconds_ = np.arange(selection.MARGINAL_STAGES, dtype=float)
+            return self
+
+    with pytest.raises(ConfigError, match="Unrecorded.*stage_tree_cpu_seconds_"):
+        selection.output_stage_seconds(Unrecorded, params, None, None, "n_estimators")
+
+
+def test_output_stage_seconds_on_forestbench_boosting_grows_with_the_outputs():
+    """On the real loop: the trees' clock is part of the stage's, and a stage's per-output work grows with d
+    while its trees (one single-output tree a stage, gbrt-rpo) stay what they are."""
+    from forestbench.boosting import GBRTRPORegressor
+    from forestbench.workflow import selection
+
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 5)).astype(np.float32)
+
+    def make(p):
+        return GBRTRPORegressor(**p, random_state=0)
+
+    work = {}
+    for d in (2, 400):
+        Y = (rng.random((400, d)) < 0.3).astype(float)
+        est = make({"n_estimators": 30, "max_features": 1, "monitor_tree_time": True}).fit(X, Y)
+        clock, trees = est.stage_fit_cpu_seconds_, est.stage_tree_cpu_seconds_
+        assert np.all(np.diff(trees) >= 0) and np.all(np.diff(clock) >= 0) and trees[-1] <= clock[-1]
+        work[d] = selection.output_stage_seconds(make, {"loss": "square", "max_leaf_nodes": 2}, X, Y,
+                                                 "n_estimators", repeats=3)
+    # 200x the outputs: far more than the clocks' jitter
+    assert work[400] > 20 * work[2] > 0
+    assert not hasattr(make({"n_estimators": 3}).fit(X, Y), "stage_tree_cpu_seconds_")
+
+
+def test_a_budget_timed_by_scikit_learns_trees_plus_the_output_work(tmp_path, monkeypatch):
+    """``per_stage: sklearn_trees_plus_outputs``: T and every candidate's stage are scikit-learn's trees plus
+    the stage's per-output work, the latter measured once per loss and leaves; the caps are the multiple of
+    T over it, and none of the measurements is shared with the trees-only reading."""
+    from forestbench.workflow import dag_selection
+    from forestbench.workflow.dag_selection import read_budget, run_budget
+
+    trees, outputs = [], []
+
+    def fake_trees(X, targets, params, seed=None, repeats=3):
+        trees.append((params.get("max_leaf_nodes"), params.get("max_features")))
+        return 1e-4 * sum(np.shape(Z)[1] for Z in targets)
+
+    def fake_outputs(make, params, X, Y, staged, repeats=3):
+        built = type(make({"n_estimators": 2, "monitor_tree_time": True})).__name__
+        outputs.append((built, params.get("max_leaf_nodes"), params.get("loss"), repeats))
+        return 2e-4 if params.get("loss") == "logistic" else 1e-4
+
+    monkeypatch.setattr(dag_selection, "sklearn_stage_seconds", fake_trees)
+    monkeypatch.setattr(dag_selection, "output_stage_seconds", fake_outputs)
+    tune = {"grid": {"learning_rate": [0.1, 0.5], "loss": ["square", "logistic"], "max_features": [1, 2]},
+            "staged": "n_estimators", "metric": "mse",
+            "budget": {"multiple": 30, "per_stage": "sklearn_trees_plus_outputs",
+                       "reference": {"method": "gbmort", "params": {"max_leaf_nodes": 2, "loss": "square"}}}}
+    prepared, split = _toy_files(tmp_path / "data", outputs=2)
+    spec = _spec("st_gbrt", {"n_estimators": 10000, "max_leaf_nodes": 3}, tune, "dag")
+    out = tmp_path / "tuning" / "e" / "toy" / "v" / "budget.json"
+    run_budget({**spec, "candidates": tuning.candidates(spec["tune"], 0)}, prepared, split, out)
+    budget = read_budget(out)
+    # the reference (gbmort: one tree on both outputs), then two tree settings and two losses of the candidates
+    assert trees == [(2, None), (3, 1), (3, 2)]
+    assert outputs == [("GBMORTRegressor", 2, "square", 5), ("STGradientBoostingRegressor", 3, "square", 3),
+                       ("STGradientBoostingRegressor", 3, "logistic", 3)]
+    T = 2e-4 + 1e-4
+    assert budget["per_stage"] == "sklearn_trees_plus_outputs" and budget["reference_seconds"] == pytest.approx(T)
+    caps = {(c["params"]["loss"], c["params"]["max_features"]): c["n_stages_max"] for c in budget["caps"].values()}
+    # br-gbrt's stage: two single-output trees (2e-4) plus its per-output work
+    assert caps == {("square", 1): int(30 * T / 3e-4), ("square", 2): int(30 * T / 3e-4),
+                    ("logistic", 1): int(30 * T / 4e-4), ("logistic", 2): int(30 * T / 4e-4)}
+    # the trees-only reading of the same grid measures afresh, under fingerprints of its own
+    only = {**tune, "budget": {**tune["budget"], "per_stage": "sklearn_trees"}}
+    spec = _spec("st_gbrt", {"n_estimators": 10000, "max_leaf_nodes": 3}, only, "dag")
+    run_budget({**spec, "candidates": tuning.candidates(spec["tune"], 0)}, prepared, split,
+               tmp_path / "tuning" / "e" / "toy" / "w" / "budget.json")
+    assert len(trees) == 6 and len(outputs) == 3

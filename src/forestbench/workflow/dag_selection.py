@@ -41,7 +41,8 @@ from forestbench.errors import DataError
 from forestbench.workflow.methods import get_method, load_plugins
 from forestbench.workflow.records import code_versions
 from forestbench.workflow.selection import (MEASURED_CLOCK, REFERENCE_REPEATS, capped, choose, evaluate_candidate,
-                                           seconds_per_stage, sklearn_stage_seconds, stage_cap, summary)
+                                           output_stage_seconds, seconds_per_stage, sklearn_stage_seconds,
+                                           stage_cap, summary)
 from forestbench.workflow.tuning import folds_of, recompute_requested  # noqa: F401 - folds_of used here and re-exported
 from forestbench.workflow.variants import RUN_PARAMETERS
 
@@ -191,27 +192,41 @@ def _measured(folder: Path, what: dict, measure) -> float:
     return seconds
 
 
-def _sklearn_stage_clock(spec: dict, folder: Path, common: dict, X, Y, method, ref_method, fixed: dict):
+def _sklearn_stage_clock(spec: dict, folder: Path, common: dict, X, Y, method, ref_method, fixed: dict, task,
+                         timing: str):
     """``(T, stage_seconds)`` of a budget timed by scikit-learn's trees (``per_stage: sklearn_trees``): T is their
     fit of the reference's stage, ``stage_seconds(candidate)`` of the candidate's, each on the regression targets
     the method's ``stage_targets`` gives for the first stage. A candidate is measured by its tree parameters only
-    (``SKLEARN_TREE_PARAMS``), so the learning rates and losses of one cell of a grid share one measurement."""
+    (``SKLEARN_TREE_PARAMS``), so the learning rates and losses of one cell of a grid share one measurement.
+    Under ``sklearn_trees_plus_outputs`` each adds the stage's per-output work timed on forestbench's loop
+    (``output_stage_seconds``, measured once per ``output_stage_key``: the loss and the leaves of a grid)."""
     from forestbench.errors import ConfigError
-    from forestbench.workflow.selection import CANDIDATE_REPEATS, first_stage_residuals, sklearn_stage_key
+    from forestbench.workflow.selection import (CANDIDATE_REPEATS, first_stage_residuals, output_stage_key,
+                                                sklearn_stage_key)
 
     for m in (ref_method, method):
         if m.stage_targets is None:
             raise ConfigError(f"{spec.get('experiment')}/{spec.get('variant')}: tune.budget.per_stage "
-                              f"sklearn_trees needs the trees of one stage of method {m.name!r}, which its "
+                              f"{timing} needs the trees of one stage of method {m.name!r}, which its "
                               "registry entry does not declare (stage_targets)")
     R = first_stage_residuals(Y)
     seed = spec.get("seed")
+    staged = spec["tune"]["staged"]
     reference = spec["tune"]["budget"]["reference"]
 
-    def clock(m, params, repeats):
-        what = {"sklearn_stage": m.name, **sklearn_stage_key(params, spec["tune"]["staged"]), **common}
+    def trees(m, params, repeats):
+        what = {"sklearn_stage": m.name, **sklearn_stage_key(params, staged), **common}
         return _measured(folder, what, lambda: sklearn_stage_seconds(X, m.stage_targets(params, R, seed), params,
                                                                      seed, repeats=repeats))
+
+    def outputs(m, params, repeats):
+        what = {"output_stage": m.name, "params": output_stage_key(params, staged), **common}
+        return _measured(folder, what, lambda: output_stage_seconds(lambda p: m.build(p, seed, task), params, X, Y,
+                                                                    staged, repeats=repeats))
+
+    def clock(m, params, repeats):
+        seconds = trees(m, params, repeats)
+        return seconds + outputs(m, params, repeats) if timing == "sklearn_trees_plus_outputs" else seconds
 
     T = clock(ref_method, dict(reference["params"]), REFERENCE_REPEATS)
     return T, lambda params: clock(method, {**fixed, **params}, CANDIDATE_REPEATS)
@@ -236,8 +251,8 @@ def run_budget(spec: dict, prepared, split_file, out, cache_dir=None) -> dict:
     common = {**_split_part(spec, train, data), "clock": MEASURED_CLOCK,
               **({} if timing == "average" else {"per_stage": timing})}
     fixed = estimator_params(spec.get("params"))
-    if timing == "sklearn_trees":
-        T, stage_seconds = _sklearn_stage_clock(spec, folder, common, X, Y, method, ref_method, fixed)
+    if timing in tuning.SKLEARN_CLOCKS:
+        T, stage_seconds = _sklearn_stage_clock(spec, folder, common, X, Y, method, ref_method, fixed, task, timing)
     else:
         T = _measured(folder, {"reference": reference, "staged": staged, **common},
                       lambda: seconds_per_stage(lambda p: ref_method.build(p, spec.get("seed"), task),

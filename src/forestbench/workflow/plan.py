@@ -55,6 +55,7 @@ from typing import NamedTuple
 
 from forestbench.workflow import resources as res
 from forestbench.errors import ConfigError, DataError
+from forestbench.workflow.tuning import SKLEARN_CLOCKS
 
 DEFAULT_BASE = "config/config.yaml"
 RULES = ("fetch", "prepare", "split", "budget", "tune", "select", "fit", "collect", "report_experiment", "report_index")
@@ -360,13 +361,18 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
         if budget.get("per_stage", "average") == "average":
             cap = budget["multiple"] * probe(ref_method, reference["params"], n, PROBE_STAGES) / PROBE_STAGES
             capped = [res.Cost(min(c.fit_seconds, cap), c.model_mb) for c in costs]
-        elif budget["per_stage"] == "sklearn_trees":
-            # the caps are counted in scikit-learn's tree fits (their cost model), the capped fits run ours
-            T = sklearn_stage_cost(ref_method, reference["params"], n, p, d)
+        elif budget["per_stage"] in SKLEARN_CLOCKS:
+            # the caps are counted in scikit-learn's tree fits (their cost model), plus the stages' per-output
+            # work under sklearn_trees_plus_outputs; the capped fits run ours
+            def clock(m, params, rows):
+                return sklearn_stage_cost(m, params, rows, p, d, density) + (
+                    output_stage_cost(m, params, rows, d) if budget["per_stage"] == "sklearn_trees_plus_outputs"
+                    else 0.0)
+
+            T = clock(ref_method, reference["params"], n)
             capped = []
             for c, cand in zip(costs, candidates):
-                stages = max(1, int(budget["multiple"] * T / max(sklearn_stage_cost(method, cand, n_fit, p, d),
-                                                                  1e-12)))
+                stages = max(1, int(budget["multiple"] * T / max(clock(method, cand, n_fit), 1e-12)))
                 limit = cand.get(staged) if isinstance(cand.get(staged), int) else stages
                 capped.append(res.Cost(min(c.fit_seconds, probe(method, cand, n_fit, min(stages, limit),
                                                                 label_density=labels, task=task)), c.model_mb))
@@ -396,10 +402,10 @@ def variant_cost(exp, variant, shape: dict | None, sparse: bool,
     return res.Cost(final.fit_seconds + search.fit_seconds, max(final.model_mb, search.model_mb), scoring), None
 
 
-def sklearn_stage_cost(method, params: dict, n: int, p: int, d: int) -> float:
+def sklearn_stage_cost(method, params: dict, n: int, p: int, d: int, density: float | None = None) -> float:
     """Modelled seconds of scikit-learn's trees fitting one stage of ``method`` with ``params`` (``per_stage:
-    sklearn_trees``): one tree per regression target of the method's ``stage_targets``, on dense inputs, charged
-    by ``resources.forest_cost`` (scikit-learn's constants)."""
+    sklearn_trees``): one tree per regression target of the method's ``stage_targets``, on dense inputs (two-valued
+    ones when the registry gives their ``density``), charged by ``resources.sklearn_tree_seconds``."""
     import numpy as np
 
     from forestbench.workflow.selection import SKLEARN_TREE_PARAMS
@@ -408,9 +414,17 @@ def sklearn_stage_cost(method, params: dict, n: int, p: int, d: int) -> float:
         raise ConfigError(f"method {method.name!r} declares no stage_targets: a budget with per_stage "
                           "sklearn_trees cannot time its stages")
     widths = [Z.shape[1] for Z in method.stage_targets(params, np.zeros((2, d)), 0)]
-    tree = {"n_estimators": 1, "max_features": 1.0, "bootstrap": False,
-            **{k: params[k] for k in SKLEARN_TREE_PARAMS if params.get(k) is not None}}
-    return sum(res.forest_cost(n, p, w, tree).fit_seconds for w in widths)
+    tree = {k: params[k] for k in SKLEARN_TREE_PARAMS if params.get(k) is not None}
+    return sum(res.sklearn_tree_seconds(n, p, w, tree, density) for w in widths)
+
+
+def output_stage_cost(method, params: dict, n: int, d: int) -> float:
+    """Modelled seconds of one stage's per-output work of ``method`` (``per_stage: sklearn_trees_plus_outputs``),
+    by the registry's ``output_cost`` hook."""
+    if method.output_cost is None:
+        raise ConfigError(f"method {method.name!r} declares no output_cost: a budget with per_stage "
+                          "sklearn_trees_plus_outputs cannot be planned for it")
+    return float(method.output_cost(n, d, params))
 
 
 def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None = None) -> res.Cost:
@@ -438,20 +452,35 @@ def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None
 
     reference = budget["reference"]
     method = get_method(variant.method)
-    if budget.get("per_stage") == "sklearn_trees":
-        from forestbench.workflow.selection import sklearn_stage_key
+    if budget.get("per_stage") in SKLEARN_CLOCKS:
+        from forestbench.workflow.selection import OUTPUT_PROBE, output_stage_key, sklearn_stage_key
 
         # scikit-learn's trees on one stage's targets: the reference 5 times, each distinct tree of the
         # candidates (their learning rates and losses share one) 3 times
-        seconds = REFERENCE_REPEATS * sklearn_stage_cost(get_method(reference["method"]), reference["params"],
-                                                         n, p, d)
-        trees = {}
+        ref_method = get_method(reference["method"])
+        seconds = REFERENCE_REPEATS * sklearn_stage_cost(ref_method, reference["params"], n, p, d, density)
+        trees, outputs = {}, {}
         for candidate in exp.candidates(variant):
             params = {**variant.params, **candidate}
-            key = json.dumps(sklearn_stage_key(params, staged), sort_keys=True, default=str)
-            trees.setdefault(key, params)
-        seconds += sum(CANDIDATE_REPEATS * sklearn_stage_cost(method, params, n, p, d) for params in trees.values())
-        return res.Cost(seconds, n * p * 4 / 2**20)  # the dense float32 copy of X the trees are given
+            trees.setdefault(json.dumps(sklearn_stage_key(params, staged), sort_keys=True, default=str), params)
+            outputs.setdefault(json.dumps(output_stage_key(params, staged), sort_keys=True, default=str), params)
+        seconds += sum(CANDIDATE_REPEATS * sklearn_stage_cost(method, params, n, p, d, density)
+                       for params in trees.values())
+        model_mb = n * p * 4 / 2**20  # the dense float32 copy of X the trees are given
+        if budget["per_stage"] == "sklearn_trees_plus_outputs":
+            # the per-output work: one fit of MARGINAL_STAGES stages at the probe's one feature per split, for the
+            # reference 5 times and for each loss and leaves of the candidates 3 times
+            def probe(m, params, repeats):
+                cost = m.cost_of(n, p, d, {**output_stage_key(params, staged), **OUTPUT_PROBE,
+                                           staged: MARGINAL_STAGES}, sparse=sparse, density=density,
+                                 label_density=labels, task=task)
+                return repeats * cost.fit_seconds, cost.model_mb
+
+            fits = [probe(ref_method, reference["params"], REFERENCE_REPEATS)]
+            fits += [probe(method, params, CANDIDATE_REPEATS) for params in outputs.values()]
+            seconds += sum(f[0] for f in fits)
+            model_mb = max([model_mb] + [f[1] for f in fits])
+        return res.Cost(seconds, model_mb)
     seconds, model_mb = timed(get_method(reference["method"]), reference["params"], REFERENCE_REPEATS)
     for candidate in exp.candidates(variant):
         more, mb = timed(method, {**variant.params, **candidate}, CANDIDATE_REPEATS)

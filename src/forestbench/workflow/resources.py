@@ -490,6 +490,40 @@ def forest_cost(n: int, p: int, d: int, params: dict, *, sparse: bool = False,
     return Cost(seconds, forest_mb(n, d, n_estimators, 1, leaf, labels_per_row=labels_per_row, **caps))
 
 
+#: one scikit-learn ``DecisionTreeRegressor`` grown best-first to ``max_leaf_nodes`` leaves, as the budgets'
+#: scikit-learn clocks time a boosting stage (``sklearn_tree_seconds``). Fitted (least squares on the log of the
+#: ratio) on 198 fits over the training parts of the eleven obtainable Table 6.5 sets at 2, 4 and 8 leaves, k = sqrt(p),
+#: 0.2 p and p, one output and all d (``tests/data/sklearn_tree_measured_cpu.json``): within 0.35-5.8x of each,
+#: median 0.94x; over-charged most where nodes soon hold only constant columns (genbase at 8 leaves on every
+#: feature). ``forest_cost``, whose trees are fully grown, charged the same fits 1.5-400x (corel5k's gbmort stump on
+#: all 374 outputs 5.3 s for 42 ms measured). Per evaluated node, each of the k candidate features is sorted
+#: (n log2 n on continuous inputs, about n on two-valued ones) and its rows moved through the criterion (every row
+#: times the outputs on continuous inputs; the rows of the rarer value, ``input_density``, on two-valued ones, as
+#: scikit-learn's criterion moves the shorter side), and the node's sums are taken once over its rows and outputs;
+#: the nodes evaluated add 1 + levels * log2(leaves) passes over the rows; fixed: the fit call's own overhead
+SK_TREE_FIXED = 2.8e-4
+SK_TREE_SORT = 5.1e-9
+SK_TREE_CRITERION = 7.6e-10
+SK_TREE_SORT_BINARY = 3.7e-9
+SK_TREE_CRITERION_BINARY = 1.0e-9
+SK_TREE_NODE = 5.9e-9
+SK_TREE_LEVELS = 0.71
+
+
+def sklearn_tree_seconds(n: int, p: int, width: int, params: dict, density: float | None = None) -> float:
+    """Modelled CPU seconds of one scikit-learn regression tree on ``n`` rows, ``p`` features and ``width``
+    targets with ``params``' ``max_leaf_nodes`` (None: fully grown, n leaves) and ``max_features`` (None: p); on
+    two-valued inputs when ``density`` is given (the registry's ``input_density``). See ``SK_TREE_FIXED``."""
+    leaves = _positive_int(params.get("max_leaf_nodes")) or max(n, 2)
+    k = candidate_features(params.get("max_features"), p)
+    passes = 1.0 + SK_TREE_LEVELS * math.log2(max(leaves, 2))
+    if density is not None:
+        per_node = SK_TREE_SORT_BINARY * k * n + SK_TREE_CRITERION_BINARY * k * n * width * density
+    else:
+        per_node = SK_TREE_SORT * k * n * math.log2(max(n, 2)) + SK_TREE_CRITERION * k * n * width
+    return SK_TREE_FIXED + passes * (per_node + SK_TREE_NODE * n * width)
+
+
 #: one forest per 0/1 label (br-rf / st-rf on multi-label sets, ``forestbench.forest.SingleTargetForestRegressor``):
 #: a fully grown tree on one label stops at pure nodes, so it holds far fewer than ``2 n`` nodes. Its nodes, fitted
 #: as ``a * m**b * n**c`` over m = n * min(f, 1 - f), the rows of the label's rarer value (f its frequency): 100-tree

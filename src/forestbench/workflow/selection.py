@@ -43,7 +43,9 @@ PROBE_STAGES = 10
 #: PROBE_STAGES, so the fit's one-off set-up (the presorted builder's sort of X, the index of its two-valued
 #: features) is spread over the probe's stages; ``marginal``, the stages' own work only, read off the CPU clock of
 #: one fit of MARGINAL_STAGES stages between the end of its first stage and the end of its last; ``sklearn_trees``,
-#: scikit-learn's decision trees fitting the regression targets of one stage (``sklearn_stage_seconds``)
+#: scikit-learn's decision trees fitting the regression targets of one stage (``sklearn_stage_seconds``);
+#: ``sklearn_trees_plus_outputs``, those trees plus the stage's per-output work in forestbench's loop
+#: (``output_stage_seconds``)
 PER_STAGE = tuning.PER_STAGE
 MARGINAL_STAGES = 3 * PROBE_STAGES
 #: timed fits per measurement of a budget job: of the reference T, of each candidate (their median counts)
@@ -71,8 +73,8 @@ def seconds_per_stage(make, params: dict, X, Y, staged: str, probe_stages: int =
     stages of a stump; the one-fit clock has none of it.)"""
     if per_stage not in PER_STAGE:
         raise ConfigError(f"tune.budget.per_stage must be one of {', '.join(PER_STAGE)}, not {per_stage!r}")
-    if per_stage == "sklearn_trees":
-        raise ConfigError("tune.budget.per_stage sklearn_trees times scikit-learn's trees on a stage's targets "
+    if per_stage in tuning.SKLEARN_CLOCKS:
+        raise ConfigError(f"tune.budget.per_stage {per_stage} times scikit-learn's trees on a stage's targets "
                           "(sklearn_stage_seconds), not a fit of the method itself")
 
     def fit(stages: int):
@@ -135,6 +137,47 @@ def sklearn_stage_seconds(X, targets: list, params: dict, seed: int | None = Non
         for Z in Zs:
             DecisionTreeRegressor(**tree, random_state=seed).fit(X, Z, check_input=False)
         times.append(time.process_time() - t0)
+    return float(np.median(times))
+
+
+#: what a stage's per-output work does not depend on: the features drawn per split and the learning rate change
+#: the trees and the step sizes, not the passes over the n x d outputs (the gradient, the projection of it, the
+#: line search per leaf and output, the update of the scores)
+OUTPUT_FREE_PARAMS = ("max_features", "learning_rate")
+#: the features per split and the learning rate the per-output work is measured with: one feature keeps the
+#: trees' share of the probe small, so that the stage's clock is mostly what is measured
+OUTPUT_PROBE = {"max_features": 1, "learning_rate": 0.1}
+
+
+def output_stage_key(params: dict, staged: str) -> dict:
+    """What a stage's per-output work depends on (``output_stage_seconds``): the candidate's parameters but
+    ``OUTPUT_FREE_PARAMS`` and the staged count (the loss, the leaves, a projection's kind and size)."""
+    return {k: v for k, v in params.items() if k not in OUTPUT_FREE_PARAMS and k != staged}
+
+
+def output_stage_seconds(make, params: dict, X, Y, staged: str, repeats: int = CANDIDATE_REPEATS) -> float:
+    """Median CPU seconds of one stage's per-output work in forestbench's boosting loop, under ``per_stage:
+    sklearn_trees_plus_outputs``: the part of a stage that is not its trees (gradient, projection, line search
+    and score update, O(n d) per stage whatever the trees), which a stage of the paper's implementation pays too.
+    One fit of ``MARGINAL_STAGES`` stages with the candidate's ``output_stage_key`` parameters, ``OUTPUT_PROBE``
+    and ``monitor_tree_time``: the clock's advance from the end of its first stage to the end of its last less the
+    trees' growth over the same stages, over the stages between. The trees' share counts what the tree builder
+    computes, the leaf values over all d outputs of gbmort's and gbrt-relabel-rpo's trees included (scikit-learn's
+    gbmort tree computes them too; the relabelling of a projected tree's leaves is so left out of both readings);
+    the two clock reads per tree (about 0.2 us each) count as output work."""
+    times = []
+    for _ in range(repeats):
+        est = make({**output_stage_key(params, staged), **OUTPUT_PROBE, staged: MARGINAL_STAGES,
+                    "monitor_tree_time": True})
+        est.fit(X, Y)
+        clock = getattr(est, "stage_fit_cpu_seconds_", None)
+        trees = getattr(est, "stage_tree_cpu_seconds_", None)
+        if clock is None or trees is None or len(clock) != MARGINAL_STAGES or len(trees) != MARGINAL_STAGES:
+            raise ConfigError(f"{type(est).__name__} records no per-stage CPU of its fit and of its trees "
+                              "(stage_fit_cpu_seconds_, stage_tree_cpu_seconds_ with monitor_tree_time=True): "
+                              "tune.budget.per_stage sklearn_trees_plus_outputs cannot time its per-output work")
+        work = float(clock[-1] - clock[0]) - float(trees[-1] - trees[0])
+        times.append(max(work, 0.0) / (MARGINAL_STAGES - 1))
     return float(np.median(times))
 
 

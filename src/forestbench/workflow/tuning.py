@@ -22,7 +22,9 @@ A ``tune:`` block (schema: ``workflow/schemas/config.schema.yaml``)::
         per_stage: average        # a stage's time: a 10-stage fit / 10 (average, set-up included), the
                                   # CPU clock over stages 2-30 of one fit (marginal: the stages' own work only),
                                   # or scikit-learn's trees fitting one stage's regression targets
-                                  # (sklearn_trees: the boosting paper's implementation as the clock)
+                                  # (sklearn_trees: the boosting paper's implementation as the clock), or
+                                  # those trees plus the stage's per-output work timed on forestbench's loop
+                                  # (sklearn_trees_plus_outputs)
 
 Validation rows are drawn from the training rows of the split only; the test rows never reach selection.
 """
@@ -38,7 +40,9 @@ import numpy as np
 from forestbench.errors import ConfigError, DataError
 
 #: how a budget times a stage (``forestbench.workflow.selection.seconds_per_stage``)
-PER_STAGE = ("average", "marginal", "sklearn_trees")
+PER_STAGE = ("average", "marginal", "sklearn_trees", "sklearn_trees_plus_outputs")
+#: the readings that time a stage's trees by scikit-learn's (``forestbench.workflow.selection.sklearn_stage_seconds``)
+SKLEARN_CLOCKS = ("sklearn_trees", "sklearn_trees_plus_outputs")
 #: set to 1 to recompute every stored candidate and budget measurement of DAG tuning instead of reusing them
 #: (``forestbench.workflow.dag_selection``); the workflow sets it for ``--forcerun tune``, ``--forcerun budget``,
 #: ``--forceall``

@@ -39,6 +39,10 @@ What an entry declares:
   tree on projected outputs. A budget timed with ``per_stage: sklearn_trees`` fits scikit-learn's decision trees on
   them as the clock of a stage (``forestbench.workflow.selection.sklearn_stage_seconds``); a method without it
   cannot be timed so.
+- ``output_cost``: ``output_cost(n, d, params) -> seconds``, the modelled per-output work of one stage (gradient,
+  projection, line search, score update) that ``per_stage: sklearn_trees_plus_outputs`` adds to the trees' time
+  (``forestbench.workflow.selection.output_stage_seconds`` measures it); ``forestbench plan`` charges such a
+  budget's caps with it.
 - ``requires``: ``{module: install hint}`` of optional packages the estimator imports only when it is fitted (the
   ``peers`` extra). They are looked up, not imported, when a workflow or a plan is built: a run whose variants lack
   one is told so by name before its first job (:meth:`MethodSpec.missing`), instead of failing at fit time.
@@ -75,6 +79,7 @@ class MethodSpec:
     requires: dict | None = field(default=None, compare=False)
     revision: Callable[[dict], str | None] | None = field(default=None, compare=False)
     stage_targets: Callable[..., list] | None = field(default=None, compare=False)
+    output_cost: Callable[..., float] | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ the estimator, imported on demand
     def estimator_class(self):
@@ -208,7 +213,8 @@ PLANNED: dict[str, str] = {}
 def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callable[..., Any] | None = None,
              description: str = "", classifier: bool = False, task_params: dict | None = None,
              requires: dict | None = None, revision: Callable[[dict], str | None] | None = None,
-             stage_targets: Callable[..., list] | None = None) -> MethodSpec:
+             stage_targets: Callable[..., list] | None = None,
+             output_cost: Callable[..., float] | None = None) -> MethodSpec:
     """Register ``name``; see the module docstring. Registering a name twice is an error."""
     if not isinstance(estimator, str) or ":" not in estimator:
         raise ValueError(f"method {name!r}: estimator must be 'package.module:Name', got {estimator!r}")
@@ -218,7 +224,7 @@ def register(name: str, estimator: str, *, sparse_y: bool = False, cost: Callabl
     caller = sys._getframe(1).f_globals.get("__name__", "")
     spec = MethodSpec(name, estimator, sparse_y, cost, description, classifier, caller,
                       {task: dict(values) for task, values in (task_params or {}).items()} or None,
-                      dict(requires) if requires else None, revision, stage_targets)
+                      dict(requires) if requires else None, revision, stage_targets, output_cost)
     METHODS[name] = spec
     PLANNED.pop(name, None)
     return spec

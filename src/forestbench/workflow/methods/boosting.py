@@ -92,6 +92,24 @@ def _projection_seconds(n, d, params, mode):
     return C_PROJECT * n * d * q * share
 
 
+#: seconds per (sample x output) of a stage's per-output work as ``per_stage: sklearn_trees_plus_outputs`` measures
+#: it (the stage's CPU less its trees', ``selection.output_stage_seconds``), by loss: on the fit rows of corel5k
+#: (3600 x 374) and cal500 (200 x 174), 1.9-3.2 ns square and 4.9-10.5 ns logistic over the four methods at
+#: 2 and 8 leaves (the model's C_OUTPUT * LOSS_FACTOR, calibrated on whole fits, charges 4 and 16 ns)
+C_OUTPUT_WORK = {"square": 3.0e-9, "logistic": 8.0e-9}
+
+
+def stage_output_cost(mode):
+    """The registry's ``output_cost`` of a boosting method: one stage's per-output work, O(n d) for each of
+    the four (st-gbrt's d trees of one output each, gbmort's and the projected trees' one tree on d outputs),
+    with the projection of the gradient where the method projects it."""
+    def cost(n, d, params):
+        per = C_OUTPUT_WORK.get(params.get("loss", "square"), 3 * C_OUTPUT_WORK["logistic"])
+        return per * n * d + _projection_seconds(n, d, params, mode)
+
+    return cost
+
+
 def st_boosting_cost(n, p, d, params, *, sparse=False, density=None):
     return boosting_cost(n, p, d, params, sparse=sparse, density=density, mode="st")
 
@@ -155,17 +173,18 @@ def one_tree_on_projected(params, R, seed):
 
 _BOOSTING = "forestbench.boosting"
 register("st_gbrt", f"{_BOOSTING}:STGradientBoostingRegressor", cost=st_boosting_cost,
-         revision=logistic_step_bound, stage_targets=one_tree_per_output,
+         revision=logistic_step_bound, stage_targets=one_tree_per_output, output_cost=stage_output_cost("st"),
          description="single-target gradient boosting (br-gbrt for multi-label): one model per output, trees "
                      "fitted round-robin (thesis ch.6)")
 register("gbmort", f"{_BOOSTING}:GBMORTRegressor", cost=boosting_cost, revision=logistic_step_bound,
-         stage_targets=one_shared_tree,
+         stage_targets=one_shared_tree, output_cost=stage_output_cost("mort"),
          description="multi-output gradient boosting, one shared multi-output tree per iteration (thesis Alg. 6.1)")
 register("gbrt_rpo", f"{_BOOSTING}:GBRTRPORegressor", cost=rpo_cost, revision=logistic_step_bound,
-         stage_targets=one_tree_on_projected,
+         stage_targets=one_tree_on_projected, output_cost=stage_output_cost("rpo"),
          description="gradient boosting on a random 1-d projection of the residuals per iteration (thesis Alg. 6.2)")
 register("gbrt_relabel_rpo", f"{_BOOSTING}:GBRTRelabelRPORegressor", cost=boosting_cost,
          revision=logistic_step_bound, stage_targets=one_tree_on_projected,
+         output_cost=stage_output_cost("mort"),
          description="gradient boosting on projected residuals, leaves relabelled with the residual means "
                      "(thesis Alg. 6.3)")
 register("artificial_gbrt", f"{_BOOSTING}:ArtificialGBRTRegressor", cost=artificial_cost,
