@@ -650,7 +650,8 @@ def test_output_stage_seconds_is_the_stage_clock_less_the_trees():
     seconds = selection.output_stage_seconds(Recorded, params, None, None, "n_estimators", repeats=2)
     assert seconds == pytest.approx(0.002)
     assert built == [{"max_leaf_nodes": 5, "loss": "logistic", "max_features": 1, "learning_rate": 0.1,
-                      "n_estimators": selection.MARGINAL_STAGES, "monitor_tree_time": True}] * 2
+                      "tree_builder": "kernel", "n_estimators": selection.MARGINAL_STAGES,
+                      "monitor_tree_time": True}] * 2
     assert selection.output_stage_key(params, "n_estimators") == {"max_leaf_nodes": 5, "loss": "logistic"}
 
     class Unrecorded:

@@ -201,8 +201,8 @@ def _sklearn_stage_clock(spec: dict, folder: Path, common: dict, X, Y, method, r
     Under ``sklearn_trees_plus_outputs`` each adds the stage's per-output work timed on forestbench's loop
     (``output_stage_seconds``, measured once per ``output_stage_key``: the loss and the leaves of a grid)."""
     from forestbench.errors import ConfigError
-    from forestbench.workflow.selection import (CANDIDATE_REPEATS, first_stage_residuals, output_stage_key,
-                                                sklearn_stage_key)
+    from forestbench.workflow.selection import (CANDIDATE_REPEATS, OUTPUT_PROBE, first_stage_residuals,
+                                                output_stage_key, sklearn_stage_key)
 
     for m in (ref_method, method):
         if m.stage_targets is None:
@@ -220,7 +220,7 @@ def _sklearn_stage_clock(spec: dict, folder: Path, common: dict, X, Y, method, r
                                                                      seed, repeats=repeats))
 
     def outputs(m, params, repeats):
-        what = {"output_stage": m.name, "params": output_stage_key(params, staged), **common}
+        what = {"output_stage": m.name, "params": output_stage_key(params, staged), "probe": OUTPUT_PROBE, **common}
         return _measured(folder, what, lambda: output_stage_seconds(lambda p: m.build(p, seed, task), params, X, Y,
                                                                     staged, repeats=repeats))
 

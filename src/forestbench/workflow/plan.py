@@ -468,18 +468,16 @@ def budget_cost(exp, variant, shape: dict | None, sparse: bool, task: str | None
                        for params in trees.values())
         model_mb = n * p * 4 / 2**20  # the dense float32 copy of X the trees are given
         if budget["per_stage"] == "sklearn_trees_plus_outputs":
-            # the per-output work: one fit of MARGINAL_STAGES stages at the probe's one feature per split, for the
-            # reference 5 times and for each loss and leaves of the candidates 3 times
+            # the per-output work: one fit of MARGINAL_STAGES stages of the kernel's trees on one feature per
+            # split (charged as scikit-learn's trees on one feature, which sort alike) and the stages' per-output
+            # work, for the reference 5 times and for each loss and leaves of the candidates 3 times
             def probe(m, params, repeats):
-                cost = m.cost_of(n, p, d, {**output_stage_key(params, staged), **OUTPUT_PROBE,
-                                           staged: MARGINAL_STAGES}, sparse=sparse, density=density,
-                                 label_density=labels, task=task)
-                return repeats * cost.fit_seconds, cost.model_mb
+                params = {**output_stage_key(params, staged), **OUTPUT_PROBE}
+                return repeats * MARGINAL_STAGES * (sklearn_stage_cost(m, params, n, p, d, density)
+                                                    + output_stage_cost(m, params, n, d))
 
-            fits = [probe(ref_method, reference["params"], REFERENCE_REPEATS)]
-            fits += [probe(method, params, CANDIDATE_REPEATS) for params in outputs.values()]
-            seconds += sum(f[0] for f in fits)
-            model_mb = max([model_mb] + [f[1] for f in fits])
+            seconds += probe(ref_method, reference["params"], REFERENCE_REPEATS)
+            seconds += sum(probe(method, params, CANDIDATE_REPEATS) for params in outputs.values())
         return res.Cost(seconds, model_mb)
     seconds, model_mb = timed(get_method(reference["method"]), reference["params"], REFERENCE_REPEATS)
     for candidate in exp.candidates(variant):
