@@ -163,8 +163,9 @@ def output_stage_seconds(make, params: dict, X, Y, staged: str, repeats: int = C
     sklearn_trees_plus_outputs``: the part of a stage that is not its trees (gradient, projection, line search
     and score update, O(n d) per stage whatever the trees), which a stage of the paper's implementation pays too.
     One fit of ``MARGINAL_STAGES`` stages with the candidate's ``output_stage_key`` parameters, ``OUTPUT_PROBE``
-    (one feature per split, the kernel's tree builder) and ``monitor_tree_time``: the clock's advance from the end of its first stage to the end of its last less the
-    trees' growth over the same stages, over the stages between. The trees' share counts what the tree builder
+    (one feature per split, the kernel's tree builder) and ``monitor_tree_time``: the clock's advance from the end
+    of its first stage to the end of its last less the trees' growth over the same stages, over the stages
+    between. The trees' share counts what the tree builder
     computes, the leaf values over all d outputs of gbmort's and gbrt-relabel-rpo's trees included (scikit-learn's
     gbmort tree computes them too; the relabelling of a projected tree's leaves is so left out of both readings);
     the two clock reads per tree (about 0.2 us each) count as output work."""
