@@ -389,6 +389,58 @@ def test_presorted_builder_grows_the_kernels_trees(cls, max_features, d):
         assert a.train_loss_[-1] < 0.5 * a.train_loss_[0] and b.train_loss_[-1] < 0.5 * b.train_loss_[0]
 
 
+@pytest.mark.parametrize("binary, q, count_constant", [(False, 1, False), (False, 5, False), (True, 1, False),
+                                                        (True, 9, False), (True, 1, True)])
+def test_gather_layout_grows_the_partition_layouts_trees(binary, q, count_constant):
+    # the gather layout must find every node's order of every drawn feature exactly as the partition layout holds
+    # it (same sums in the same order): same splits, thresholds, leaf values and leaves of the rows, bit for bit.
+    # n = 1500 rows, so that nodes below n / 8 rows (ranks sorted) and larger ones (master order scanned) both
+    # get split
+    from forestbench.tree._presort import PresortBuilder
+
+    rng = np.random.default_rng(11)
+    n, p = 1500, 40
+    if binary:
+        X = (rng.random((n, p)) < 0.15).astype(np.float32)
+        X[:, 0] = rng.uniform(size=n)
+    else:
+        X = rng.normal(size=(n, p)).astype(np.float32)
+        X[:, 3] = np.round(X[:, 3])                    # runs of ties
+    Z = X[:, :4] @ rng.normal(size=(4, q)) + rng.normal(size=(n, q))
+    L = np.column_stack([Z, rng.normal(size=n)])       # leaves of another width than the split targets
+    part = PresortBuilder(X, 8, 6, count_constant, layout="partition")
+    gath = PresortBuilder(X, 8, 6, count_constant, layout="gather")
+    assert (part.layout, gath.layout) == ("partition", "gather")
+    sizes = []
+    for seed in range(1, 25):
+        ta, va, la = part.grow(Z, L, seed=seed)
+        tb, vb, lb = gath.grow(Z, L, seed=seed)
+        for key in ta:
+            np.testing.assert_array_equal(ta[key], tb[key], err_msg=key)
+        np.testing.assert_array_equal(va, vb)
+        np.testing.assert_array_equal(la, lb)
+        split = ta["left"] != -1
+        sizes.extend(ta["n_node_samples"][1:][split[1:]])
+    assert min(sizes) < n / 8 <= max(sizes)
+
+
+def test_layout_choice():
+    from forestbench.tree._presort import PresortBuilder, choose_layout
+
+    # k much smaller than p: gather; every feature drawn or stumps (no partition at all): partition
+    assert choose_layout(80, 8, 9) == "gather"
+    assert choose_layout(500, 8, 22) == "gather"
+    assert choose_layout(80, 8, 80) == "partition"
+    assert choose_layout(80, 8, 40) == "partition"
+    assert choose_layout(80, 5, 40) == "gather"
+    assert choose_layout(500, 2, 1) == "partition"
+    X = np.zeros((10, 80), dtype=np.float32)
+    assert PresortBuilder(X, 8, 9).layout == "gather"
+    assert PresortBuilder(X, 8, 80).layout == "partition"
+    with pytest.raises(ValueError, match="layout='dense'"):
+        PresortBuilder(X, 8, 9, layout="dense")
+
+
 @pytest.mark.parametrize("tree_builder", ["presort", "kernel"])
 def test_constant_feature_rule(tree_builder):
     # two non-constant inputs among 40 (the others all 0): the default rule scores both at every node, so k = 2

@@ -25,7 +25,9 @@ the choice is documented in config/README.md, "Gradient tree boosting"; what the
 - st-gbrt: ``n_estimators`` counts trees *per output*; one stage (``staged_predict``) is one round of d trees.
 
 Trees: ``tree_builder="presort"`` (default) grows each tree from feature orders computed once per fit (X does not
-change between iterations), choosing exactly the splits the forestbench kernel's best splitter would choose;
+change between iterations), choosing exactly the splits the forestbench kernel's best splitter would choose (with
+``max_features`` well below p it finds a node's rows in the orders of the drawn features only, the same trees at a
+cost that grows with k rather than p: ``tree/_presort.pyx``, layouts);
 ``"kernel"`` calls the kernel's own builder every iteration (it re-sorts the node's values at every node).
 ``count_constant_features``: with ``max_features`` below p, a node scores ``max_features`` non-constant features
 (the default) or, when true, ``max_features`` drawn ones, constant features included, drawing on only until one

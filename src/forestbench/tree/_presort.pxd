@@ -48,11 +48,23 @@ cdef class PresortBuilder:
     cdef float64_t* bin_sums      # n_bin x q: sum of the split targets over the node's rows holding the rarer value
     cdef intp_t* bin_counts       # n_bin: number of those rows
     cdef intp_t cap_bq
+    # gather mode (see PresortBuilder): only the rows' order of feature 0 is partitioned; a drawn feature's node
+    # order is gathered from its master order by the rows' node ids
+    cdef bint gather
+    cdef int32_t* node_of         # n: the current tree's node of each row (the deepest node split so far)
+    cdef int32_t* gidx            # n: the drawn feature's samples in the node, in its value order
+    cdef float32_t* gval
+    cdef float32_t* xcol          # p x n: X column by column in row order (the split feature's side of a row)
+    cdef int32_t* rank            # p x n: each row's position in each feature's master order
+    cdef float32_t* skey          # n: sort keys (ranks) of a small node's rows
+    cdef intp_t* sperm            # n: the ranks they carry
 
     cdef int _ensure(self, intp_t q, intp_t w) except -1 nogil
     cdef void _binary_sums(self, Candidate* c, const float64_t* Z, intp_t q) noexcept nogil
     cdef void _evaluate(self, Candidate* c, const float64_t* Z, intp_t q, uint64_t* state) noexcept nogil
     cdef void _partition(self, Candidate* c, bint all_features) noexcept nogil
+    cdef void _gather(self, intp_t f, int32_t node_id, intp_t start, intp_t end) noexcept nogil
+    cdef void _split_rows(self, Candidate* c, int32_t left_id, int32_t right_id, bint children_split) noexcept nogil
     cdef intp_t _new_node(self, intp_t parent, bint is_left) noexcept nogil
     cdef void _make_leaf(self, Candidate* c, const float64_t* L, intp_t w, intp_t* leaf_of) noexcept nogil
     cdef int build(self, const float64_t* Z, intp_t q, const float64_t* L, intp_t w, intp_t* leaf_of,

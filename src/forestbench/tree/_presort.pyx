@@ -1,26 +1,48 @@
 """Presorted best-first regression tree builder of the boosting loop.
 
 X does not change between boosting iterations, so each feature's sample order is computed once per fit; every
-tree then starts from copies of these orders and partitions them stably at each split, so no node ever sorts. It
+tree then either partitions these orders stably at each split (the "partition" layout) or keeps one of them and
+takes a drawn feature's node order from its master order (the "gather" layout, for k much smaller than p), so no
+node ever sorts its values. It
 splits as the kernel's best splitter (``_splitter.pyx``) does, through the same rules and constants
 (``tree/_utils.pxd``: ``same_value``, ``midpoint_threshold``, ``beats``, FEATURE_THRESHOLD, PROXY_RTOL, EPSILON),
 which the comparison tests of the boosting trees against the kernel's trees check. See ``PresortBuilder``.
 """
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
-from libc.math cimport fabs, INFINITY
+from libc.math cimport fabs, log2, INFINITY
 from libc.stdint cimport uint64_t
 
 import numpy as np
 
 from forestbench.tree._utils cimport (intp_t, float32_t, float64_t, int32_t, rand_int, FEATURE_THRESHOLD,
                                       PROXY_RTOL, EPSILON, TREE_LEAF, TREE_UNDEFINED, beats, same_value,
-                                      midpoint_threshold)
+                                      midpoint_threshold, sort_values)
 from forestbench.tree._tree cimport Node
 
 
 # from this many split targets on, the two-valued features of a node are summed in one pass over its rows
 cdef intp_t BATCH_MIN_Q = 8
+
+# the gather layout is chosen (layout="auto") where its estimated cost per tree, 2 (L - 2) k scans of n rows for
+# the evaluated children, is below GATHER_RATIO times the partition layout's p n log2(L) (L leaves, k drawn
+# features): on benchmarks/bench_presort_layout.py's shapes gather was the faster up to an estimate of about 1.3
+# on continuous inputs (friedman1-ind, cal500: at 2.0, k = p / 2 and 8 leaves, partition was 1.2x faster) and
+# beyond 2.0 on binary ones (corel5k, delicious, bibtex), whose small nodes gather by a sort of their ranks
+cdef float64_t GATHER_RATIO = 1.5
+# a node of m rows takes its order of a feature by sorting its rows' ranks in that order (O(m) radix passes, or a
+# quicksort below 64 rows) rather than scanning the n rows of the master order where SORT_COST m < n
+cdef intp_t SORT_COST = 8
+
+
+def choose_layout(intp_t p, intp_t max_leaf_nodes, intp_t max_features):
+    """The layout ``layout="auto"`` takes for p features, L leaves and k drawn features: "gather" or
+    "partition"."""
+    cdef float64_t gather_cost = 2.0 * (max_leaf_nodes - 2) * max_features
+    cdef float64_t partition_cost = p * log2(<float64_t> max(max_leaf_nodes, 1))
+    if max_features >= p or max_leaf_nodes <= 2:
+        return "partition"
+    return "gather" if gather_cost < GATHER_RATIO * partition_cost else "partition"
 
 
 cdef inline void _side_squares(const float64_t* A, const float64_t* S, intp_t q, float64_t* a2,
@@ -133,6 +155,15 @@ cdef class PresortBuilder:
     With many split targets (q >= 8, gbmort's gradient) and every feature scored, the two-valued features of a node
     (binary inputs) are summed in one pass over the node's rows (``_binary_sums``) instead of one gather of the
     target rows per feature; they have a single cut, scored from those sums with the same rule.
+
+    ``layout``: how a node's samples are found in each feature's order. "partition" partitions every feature's
+    order at every split, O(p m) for a node of m samples whatever the number k of features drawn. "gather" keeps
+    only feature 0's order partitioned (the order in which a node's sums and leaf values are added) and each row's
+    node id; a drawn feature's order within a node is taken from its master order, the rows of other nodes
+    skipped, O(n) per drawn feature and node, and the split's sides come from the split feature's column of X.
+    The orders so found are the same sequences, so both layouts grow the same trees bit for bit (a test checks
+    it); gather pays where k is much smaller than p (max_features="sqrt" on hundreds of inputs). "auto" (the
+    default) picks by the two costs (``choose_layout``).
     """
 
     def __cinit__(self, *args, **kwargs):
@@ -161,9 +192,22 @@ cdef class PresortBuilder:
         self.bin_sums = NULL
         self.bin_counts = NULL
         self.cap_bq = 0
+        self.gather = False
+        self.node_of = NULL
+        self.gidx = NULL
+        self.gval = NULL
+        self.xcol = NULL
+        self.rank = NULL
+        self.skey = NULL
+        self.sperm = NULL
 
-    def __init__(self, X, intp_t max_leaf_nodes, intp_t max_features, bint count_constant_features=False):
+    def __init__(self, X, intp_t max_leaf_nodes, intp_t max_features, bint count_constant_features=False,
+                 layout="auto"):
         cdef intp_t n = X.shape[0], p = X.shape[1], f, r
+        if layout == "auto":
+            layout = choose_layout(p, max_leaf_nodes, max_features)
+        if layout not in ("partition", "gather"):
+            raise ValueError(f"layout={layout!r}: expected 'auto', 'partition' or 'gather'")
         order = np.argsort(X, axis=0, kind="stable").T.astype(np.int32)      # (p, n)
         values = np.take_along_axis(np.asarray(X), order.T.astype(np.intp), axis=0).T.astype(np.float32)
         order = np.ascontiguousarray(order)
@@ -198,6 +242,60 @@ cdef class PresortBuilder:
         for r in range(1, n + 1):
             self.inv[r] = 1.0 / r
         self._index_two_valued(np.asarray(X, dtype=np.float32), values)
+        self.gather = layout == "gather"
+        if self.gather:
+            columns = np.ascontiguousarray(np.asarray(X, dtype=np.float32).T)     # (p, n)
+            ranks = np.empty((p, n), dtype=np.int32)                              # inverse of each order
+            np.put_along_axis(ranks, order.astype(np.intp), np.arange(n, dtype=np.int32)[None, :], axis=1)
+            self._keep = self._keep + (columns, ranks)
+            self._set_columns(columns, ranks)
+            self.skey = <float32_t*> malloc(max(n, 1) * sizeof(float32_t))
+            self.sperm = <intp_t*> malloc(max(n, 1) * sizeof(intp_t))
+            if self.skey == NULL or self.sperm == NULL:
+                raise MemoryError()
+            self.node_of = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
+            self.gidx = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
+            self.gval = <float32_t*> malloc(max(n, 1) * sizeof(float32_t))
+            if self.node_of == NULL or self.gidx == NULL or self.gval == NULL:
+                raise MemoryError()
+
+    def _set_columns(self, float32_t[:, ::1] columns, int32_t[:, ::1] ranks):
+        cdef bint empty = columns.shape[0] * columns.shape[1] == 0
+        self.xcol = NULL if empty else &columns[0, 0]
+        self.rank = NULL if empty else &ranks[0, 0]
+
+    @property
+    def layout(self):
+        return "gather" if self.gather else "partition"
+
+    def grow(self, Z, L=None, uint64_t seed=1, intp_t repeat=1):
+        """Grow one tree on the split targets Z (n x q), leaves holding the means of L (n x w, default Z), feature
+        draws from ``seed``: the tree as arrays (feature, threshold, left, right, leaf_index, n_node_samples), the
+        leaf values (n_leaves x w) and each row's leaf. ``repeat`` > 1 grows that many trees in a row (the draws
+        going on from one to the next) and returns the last. The boosting loop calls ``build`` itself; this is for
+        tests and benchmarks."""
+        Zc = np.ascontiguousarray(Z, dtype=np.float64).reshape(self.n, -1)
+        Lc = Zc if L is None else np.ascontiguousarray(L, dtype=np.float64).reshape(self.n, -1)
+        leaf = np.empty(self.n, dtype=np.intp)
+        cdef const float64_t[:, ::1] zv = Zc
+        cdef const float64_t[:, ::1] lv = Lc
+        cdef intp_t[::1] lf = leaf
+        cdef uint64_t state = seed if seed != 0 else 1
+        cdef intp_t q = Zc.shape[1], w = Lc.shape[1], j, _t
+        if repeat < 1:
+            raise ValueError(f"repeat={repeat}: at least one tree")
+        with nogil:
+            for _t in range(repeat):
+                self.build(&zv[0, 0], q, &lv[0, 0], w, &lf[0], &state)
+        m = self.node_count
+        tree = {"feature": np.array([self.nodes[j].feature for j in range(m)]),
+                "threshold": np.array([self.nodes[j].threshold for j in range(m)]),
+                "left": np.array([self.nodes[j].left_child for j in range(m)]),
+                "right": np.array([self.nodes[j].right_child for j in range(m)]),
+                "leaf_index": np.array([self.nodes[j].leaf_index for j in range(m)]),
+                "n_node_samples": np.array([self.nodes[j].n_node_samples for j in range(m)])}
+        values = np.array([self.leaf_values[j] for j in range(self.n_leaves * w)]).reshape(self.n_leaves, w)
+        return tree, values, leaf
 
     def _index_two_valued(self, X, values):
         """Find the features with exactly two distinct values and list, row by row, those where the row holds the
@@ -255,6 +353,11 @@ cdef class PresortBuilder:
         free(self.leaf_values)
         free(self.bin_sums)
         free(self.bin_counts)
+        free(self.node_of)
+        free(self.gidx)
+        free(self.gval)
+        free(self.skey)
+        free(self.sperm)
 
     cdef int _ensure(self, intp_t q, intp_t w) except -1 nogil:
         if q > self.cap_q:
@@ -360,8 +463,13 @@ cdef class PresortBuilder:
                 self.feats[k] = tmp
                 f = self.feats[n_drawn]
                 n_drawn += 1
-            ix = base_idx + f * n
-            xv = base_val + f * n
+            if self.gather and not c.in_master:
+                self._gather(f, <int32_t> c.node_id, start, end)
+                ix = self.gidx
+                xv = self.gval
+            else:
+                ix = base_idx + f * n
+                xv = base_val + f * n
             if batch and self.bin_of[f] >= 0:
                 # a two-valued feature: one cut, its side sums from _binary_sums
                 b = self.bin_of[f]
@@ -479,6 +587,74 @@ cdef class PresortBuilder:
             memcpy(ix + a, self.tmp_idx, b * sizeof(int32_t))
             memcpy(xv + a, self.tmp_val, b * sizeof(float32_t))
 
+    cdef void _gather(self, intp_t f, int32_t node_id, intp_t start, intp_t end) noexcept nogil:
+        """gidx / gval[start, end): the node's samples of feature f in f's value order, i.e. its master order with
+        the other nodes' rows left out. A small node sorts its rows' ranks in that order (exact integers as float
+        keys, n < 2^24); a large one scans the master order, branch-free: every entry is written, only a row of
+        the node moves on, and the scan stops at the node's last row. The node's rows are feature 0's order of
+        its range."""
+        cdef intp_t n = self.n
+        cdef const int32_t* mi = self.master_idx + f * n
+        cdef const float32_t* mv = self.master_val + f * n
+        cdef const int32_t* node_of = self.node_of
+        cdef const int32_t* rk = self.rank + f * n
+        cdef const int32_t* rows = self.idx
+        cdef int32_t* gi = self.gidx
+        cdef float32_t* gv = self.gval
+        cdef intp_t j = start, r = 0, m = end - start
+        cdef int32_t i
+        if SORT_COST * m < n and n < 16777216:
+            for r in range(m):
+                self.sperm[r] = rk[rows[start + r]]
+                self.skey[r] = <float32_t> self.sperm[r]
+            sort_values(self.skey, self.sperm, m)
+            for r in range(m):
+                gi[start + r] = mi[self.sperm[r]]
+                gv[start + r] = mv[self.sperm[r]]
+            return
+        while j < end:
+            i = mi[r]
+            gi[j] = i
+            gv[j] = mv[r]
+            j += node_of[i] == node_id
+            r += 1
+
+    cdef void _split_rows(self, Candidate* c, int32_t left_id, int32_t right_id, bint children_split) noexcept nogil:
+        """Gather mode's split of the node c: feature 0's order of its range stably into [left | right], each
+        row's side read off the split feature's column (x <= threshold: the values before the cut; the threshold
+        lies in [low, high) of the cut's two values), and the rows' node ids moved to the children. When the
+        children will not be split, their leaves are summed in the split feature's order, as in the partition
+        layout: that order of the range is gathered instead."""
+        cdef intp_t n = self.n, r, a, b, start = c.start, end = c.end, f = c.feature
+        cdef const int32_t* src
+        cdef const float32_t* xc = self.xcol + f * n
+        cdef int32_t* ix = self.idx
+        cdef int32_t i
+        cdef intp_t gl
+        cdef float64_t thr = c.threshold
+        if not children_split:
+            if c.in_master:
+                memcpy(self.idx + f * n + start, self.master_idx + f * n + start, (end - start) * sizeof(int32_t))
+            else:
+                self._gather(f, <int32_t> c.node_id, start, end)
+                memcpy(self.idx + f * n + start, self.gidx + start, (end - start) * sizeof(int32_t))
+            return
+        src = self.master_idx if c.in_master else self.idx
+        a = start
+        b = 0
+        for r in range(start, end):
+            i = src[r]
+            gl = xc[i] <= thr
+            ix[a] = i
+            self.tmp_idx[b] = i
+            a += gl
+            b += 1 - gl
+        memcpy(ix + a, self.tmp_idx, b * sizeof(int32_t))
+        for r in range(start, a):
+            self.node_of[ix[r]] = left_id
+        for r in range(a, end):
+            self.node_of[ix[r]] = right_id
+
     cdef intp_t _new_node(self, intp_t parent, bint is_left) noexcept nogil:
         cdef intp_t node_id = self.node_count
         cdef Node* nd = &self.nodes[node_id]
@@ -549,7 +725,11 @@ cdef class PresortBuilder:
             nd.feature = c.feature
             nd.threshold = c.threshold
             nd.n_node_samples = c.end - c.start
-            self._partition(&c, splits_left > 0)
+            if self.gather:
+                # the children's ids are the next two (created just below, left first)
+                self._split_rows(&c, <int32_t> self.node_count, <int32_t> (self.node_count + 1), splits_left > 0)
+            else:
+                self._partition(&c, splits_left > 0)
             for s in range(2):
                 child.node_id = self._new_node(c.node_id, s == 0)
                 child.start = c.start if s == 0 else c.pos

@@ -145,10 +145,12 @@ def sklearn_stage_seconds(X, targets: list, params: dict, seed: int | None = Non
 #: line search per leaf and output, the update of the scores)
 OUTPUT_FREE_PARAMS = ("max_features", "learning_rate")
 #: how the per-output work is measured: one feature per split and the kernel's own tree builder (it sorts the
-#: node's rows on that feature alone) keep the trees' share of the probe small. The presorted builder partitions
-#: every feature's order at every split: on corel5k (499 inputs, 374 outputs) br-gbrt's 8-leaf probe took 38 s
-#: of it for 6 stages (1.0 s with the kernel), and the per-output work after such partitions read 1.4-1.9x higher
-#: at 8 leaves (the same at 2), the orders it moves having left the caches
+#: node's rows on that feature alone) keep the trees' share of the probe small. The presorted builder then
+#: partitioned every feature's order at every split: on corel5k (499 inputs, 374 outputs) br-gbrt's 8-leaf probe
+#: took 38 s of it for 6 stages (1.0 s with the kernel), and the per-output work after such partitions read
+#: 1.4-1.9x higher at 8 leaves (the same at 2), the orders it moves having left the caches. Its gather layout
+#: (k << p) has since removed that cost; the probe stays on the kernel so that archived measurements and new ones
+#: are of one probe
 OUTPUT_PROBE = {"max_features": 1, "learning_rate": 0.1, "tree_builder": "kernel"}
 
 
