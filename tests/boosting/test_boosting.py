@@ -76,6 +76,23 @@ def test_rpo_on_identical_outputs_equals_gbmort(projection):
     np.testing.assert_allclose(rpo.predict(X), mort.predict(X), atol=1e-8)
 
 
+@pytest.mark.parametrize("n, d, q", [(1, 1, 1), (37, 5, 1), (50, 983, 3), (64, 20, 8), (129, 7, 21), (30, 40, 100)])
+def test_both_projections_of_the_gradient_are_the_matrix_product(n, d, q):
+    # a stage projects the n x d gradient onto q columns: the dense projections by one BLAS product (both operands
+    # transposed, so a swapped dimension or stride breaks the non-square shapes), the sparse ones by the blocked
+    # loop (8 columns a block: one block, one and a part, several)
+    from forestbench.boosting._loop import project
+
+    rng = np.random.default_rng(n + d + q)
+    R, phi = rng.standard_normal((n, d)), rng.standard_normal((q, d))
+    phi[rng.random((q, d)) < 0.3] = 0.0
+    expect = R @ phi.T
+    for method in ("blas", "blocked"):
+        np.testing.assert_allclose(project(phi, R, method), expect, rtol=1e-12, atol=1e-12 * np.abs(expect).max())
+    with pytest.raises(ValueError, match="same d"):
+        project(phi[:, :-1] if d > 1 else np.ones((q, 2)), R)
+
+
 @pytest.mark.parametrize("d", [4, 13, 20])
 def test_relabel_with_identity_projection_equals_gbmort(d):
     # the projection sums 8 projected columns at a time (_loop._project): one block, one and a part, two and a part

@@ -22,10 +22,17 @@ SPARSE_PRESORT = 0.3
 #: 2.3 ms a tree at 3, 5 and 8 leaves on sqrt(p) features, against 0.2 ms charged before. On sparse inputs it is
 #: most of a deep tree's cost, which the density-scaled split search leaves out
 C_PARTITION = 1.0e-9
-#: seconds per (sample x output x projected column) of projecting the gradient (gbrt-rpo, gbrt-relabel-rpo), for the
-#: projection's non-zero entries: 0.31 ns measured on the delicious-like problem of benchmarks/bench_relabel_q.py
-#: (Gaussian, q = 100 and 983), with a margin
+#: seconds per (sample x output x projected column) of projecting the gradient (gbrt-rpo, gbrt-relabel-rpo) by the
+#: loop's blocked sum over the projection's non-zero entries, the path of the sparse projections (sub-sampling,
+#: Achlioptas, sparse): 0.31 ns measured on the delicious-like problem of benchmarks/bench_relabel_q.py (q = 100 and
+#: 983, when the Gaussian one took this path too), with a margin
 C_PROJECT = 0.4e-9
+#: the same for the projections without zero entries (Gaussian, Rademacher), which the loop projects by one BLAS
+#: product (boosting/_loop.pyx, ``_project_dense``): 0.06-0.07 ns from the growth of a stage's time between q = 491
+#: and 983 on that problem, less the split search's share of it, with a margin
+C_PROJECT_BLAS = 0.08e-9
+#: the projections the loop projects by the BLAS product
+DENSE_PROJECTIONS = ("gaussian", "rademacher")
 
 
 def _int(value, default):
@@ -77,9 +84,9 @@ def boosting_cost(n, p, d, params, *, sparse=False, density=None, mode="mort"):
 
 def _projection_seconds(n, d, params, mode):
     """One iteration's projection of the n x d gradient onto q columns (gbrt-rpo: q = 1; gbrt-relabel-rpo: its
-    ``n_components``), by the projection's non-zero entries: all of a Gaussian one, a third of an Achlioptas one,
-    1 / sqrt(d) of a sparse one, one a column of a sub-sampling (the estimators' default). 0 for st-gbrt and
-    gbmort, which project nothing."""
+    ``n_components``): a BLAS product for a Gaussian or Rademacher projection; otherwise by the projection's
+    non-zero entries, a third of an Achlioptas one, 1 / sqrt(d) of a sparse one, one a column of a sub-sampling (the
+    estimators' default). 0 for st-gbrt and gbmort, which project nothing."""
     import math
 
     from forestbench.workflow.resources import _projects, split_outputs
@@ -88,7 +95,11 @@ def _projection_seconds(n, d, params, mode):
         return 0.0
     kind = params.get("output_projection")
     q = 1 if mode == "rpo" else split_outputs(params, d)
-    share = {"gaussian": 1.0, "achlioptas": 1.0 / 3.0, "sparse": 1.0 / math.sqrt(max(d, 1))}.get(kind, 1.0 / max(d, 1))
+    # gbrt-rpo under the logistic loss sums its one projected column straight from the kept exp(2 y f), entry by
+    # entry, whatever the projection
+    if kind in DENSE_PROJECTIONS and not (mode == "rpo" and params.get("loss") == "logistic"):
+        return C_PROJECT_BLAS * n * d * q
+    share = {"achlioptas": 1.0 / 3.0, "sparse": 1.0 / math.sqrt(max(d, 1))}.get(kind, 1.0 / max(d, 1))
     return C_PROJECT * n * d * q * share
 
 
