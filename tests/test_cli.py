@@ -1,8 +1,10 @@
 import json
+import shutil
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from forestbench.cli import main
 from forestbench.workflow.experiments import Job, Plan
@@ -94,3 +96,31 @@ def test_collect(tmp_path, capsys, repo_root, monkeypatch):
     frame = pd.read_csv(scores)
     assert len(frame) == 4 and set(frame["metric"]) == {"macro_r2", "arrmse"}
     assert frame["param.n_estimators"].eq(5).all()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
+def test_provenance_names_the_checkout_the_job_runs_in(tmp_path, monkeypatch):
+    # a wheel installed from a checkout cannot tell its sources' commit; the job's working directory (Snakemake's,
+    # the checkout of the configuration and rules) still can
+    from forestbench.workflow import records
+
+    repo = tmp_path / "workflow-checkout"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], cwd=repo, check=True)
+    (repo / "Snakefile").write_text("# rules\n")
+    subprocess.run(git + ["add", "Snakefile"], cwd=repo, check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "c"], cwd=repo, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    monkeypatch.chdir(repo)
+    assert records.provenance()["git"]["workflow"] == {"commit": head, "dirty": False}
+    (repo / "Snakefile").write_text("# rules, edited\n")
+    records._git_state.cache_clear()
+    assert records.provenance()["git"]["workflow"] == {"commit": head, "dirty": True}
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    records._git_state.cache_clear()
+    assert records.provenance()["git"]["workflow"] == {"commit": None, "dirty": None}

@@ -37,17 +37,29 @@ def _version(package: str) -> str | None:
         return None
 
 
-@functools.lru_cache(maxsize=1)
-def _git_commit() -> dict:
-    here = Path(__file__).resolve().parent
+@functools.lru_cache(maxsize=None)
+def _git_state(where: str) -> dict:
+    """``{"commit", "dirty"}`` of the git checkout holding the folder ``where`` (None, None outside one)."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
                                capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
         return {"commit": commit, "dirty": dirty}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
+
+
+def _git_commit() -> dict:
+    """The commit of forestbench's own sources (known where they sit in a checkout: an editable install) and,
+    under ``workflow``, that of the checkout the job runs in (Snakemake's working directory: the configuration and
+    rules it ran). A wheel installed from a checkout knows only the second."""
+    state = dict(_git_state(str(Path(__file__).resolve().parent)))
+    try:
+        state["workflow"] = _git_state(os.getcwd())
+    except OSError:     # the working directory was removed
+        state["workflow"] = {"commit": None, "dirty": None}
+    return state
 
 
 @functools.lru_cache(maxsize=1)
