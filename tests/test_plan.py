@@ -1139,6 +1139,12 @@ def test_projecting_the_gradient_is_charged_by_the_projection_nonzeros():
 
     extra = seconds(983) - seconds(100)
     assert extra >= 100 * C_PROJECT_BLAS * n * d * (983 - 100)     # 100 stages of the projection's growth
+    # up to one block of the loop (boosting/_loop.pyx) the dense projections take the loop too
+    from forestbench.boosting._loop import PROJECTED_COLUMNS_PER_BLOCK
+    from forestbench.workflow.methods.boosting import BLAS_ABOVE_Q
+    assert BLAS_ABOVE_Q == PROJECTED_COLUMNS_PER_BLOCK
+    at = BLAS_ABOVE_Q
+    assert seconds(at) - seconds(at - 1) >= 100 * C_PROJECT * n * d > seconds(at + 2) - seconds(at + 1)
     assert seconds(983, "rademacher") == seconds(983)
     achlioptas = seconds(983, "achlioptas") - seconds(100, "achlioptas")
     assert achlioptas >= 100 * C_PROJECT / 3 * n * d * (983 - 100) > extra

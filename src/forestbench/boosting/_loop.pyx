@@ -280,6 +280,9 @@ cdef enum:
     PROJECT_BLOCK = 8             # projected columns summed together (the gradient is read once per block)
     TILE = 64                     # side of the tiles of the output-major -> row-major copies
 
+#: projected columns a block of the loop sums; Gaussian and Rademacher projections onto more go by the BLAS
+PROJECTED_COLUMNS_PER_BLOCK = PROJECT_BLOCK
+
 
 cdef struct Loop:
     # what one fit reads and writes while it runs without the GIL (set up by boost())
@@ -363,7 +366,8 @@ cdef intp_t _stage_targets(Loop* L, intp_t t) noexcept nogil:
         _to_row_major(Rt, n, d, Zb)
         return -1
     _draw_projection(L.pkind, q, d, L.phi, L.perm, &L.pstate)
-    if L.pkind == P_GAUSSIAN or L.pkind == P_RADEMACHER:
+    if (L.pkind == P_GAUSSIAN or L.pkind == P_RADEMACHER) and q > PROJECT_BLOCK:
+        # up to one block the loop reads the gradient once, as the product does, and costs less to start
         _project_dense(L.phi, Rt, n, d, q, L.zacc, Zb)
     else:
         _project(L.phi, Rt, n, d, q, L.zacc, Zb)
@@ -375,8 +379,10 @@ cdef intp_t _stage_targets(Loop* L, intp_t t) noexcept nogil:
 cdef void _project_dense(const float64_t* phi, const float64_t* Rt, intp_t n, intp_t d, intp_t q, float64_t* acc,
                          float64_t* Z) noexcept nogil:
     """Z (n, q, row-major) = the gradient Rt (d, n, output-major) projected by a projection phi (q, d) without zero
-    entries (Gaussian, Rademacher), as one matrix product of the BLAS that SciPy links (dgemm: a blocked kernel,
-    several times faster than ``_project``'s loop from q of a few tens on). Read as column-major arrays, phi is
+    entries (Gaussian, Rademacher) onto more than PROJECT_BLOCK columns, as one matrix product of the BLAS that
+    SciPy links (dgemm: a blocked kernel, several times faster than ``_project``'s loop from q of a few tens on;
+    up to one block the loop reads the gradient once too, and at q = 1 it is about 7 ms faster a stage on the
+    delicious-sized gradient). Read as column-major arrays, phi is
     d x q, Rt is n x d and Z is q x n, so Z = phi^T Rt^T: dgemm with both operands transposed. The BLAS sums each
     entry in an order of its own, so Z agrees with ``_project``'s to rounding, not to the bit; with one BLAS thread
     (the workflow's jobs) it is the same from run to run on one machine. Sizes past the BLAS' 32-bit integers go

@@ -31,8 +31,10 @@ C_PROJECT = 0.4e-9
 #: product (boosting/_loop.pyx, ``_project_dense``): 0.06-0.07 ns from the growth of a stage's time between q = 491
 #: and 983 on that problem, less the split search's share of it, with a margin
 C_PROJECT_BLAS = 0.08e-9
-#: the projections the loop projects by the BLAS product
+#: the projections the loop projects by the BLAS product, onto more than BLAS_ABOVE_Q columns (up to one block of
+#: the loop, boosting/_loop.pyx PROJECT_BLOCK, the loop is as fast; tests/test_plan.py checks the two agree)
 DENSE_PROJECTIONS = ("gaussian", "rademacher")
+BLAS_ABOVE_Q = 8
 
 
 def _int(value, default):
@@ -84,9 +86,10 @@ def boosting_cost(n, p, d, params, *, sparse=False, density=None, mode="mort"):
 
 def _projection_seconds(n, d, params, mode):
     """One iteration's projection of the n x d gradient onto q columns (gbrt-rpo: q = 1; gbrt-relabel-rpo: its
-    ``n_components``): a BLAS product for a Gaussian or Rademacher projection; otherwise by the projection's
-    non-zero entries, a third of an Achlioptas one, 1 / sqrt(d) of a sparse one, one a column of a sub-sampling (the
-    estimators' default). 0 for st-gbrt and gbmort, which project nothing."""
+    ``n_components``): a BLAS product for a Gaussian or Rademacher projection onto more than BLAS_ABOVE_Q columns;
+    otherwise by the projection's non-zero entries, all of a Gaussian or Rademacher one, a third of an Achlioptas
+    one, 1 / sqrt(d) of a sparse one, one a column of a sub-sampling (the estimators' default). 0 for st-gbrt and
+    gbmort, which project nothing."""
     import math
 
     from forestbench.workflow.resources import _projects, split_outputs
@@ -97,9 +100,11 @@ def _projection_seconds(n, d, params, mode):
     q = 1 if mode == "rpo" else split_outputs(params, d)
     # gbrt-rpo under the logistic loss sums its one projected column straight from the kept exp(2 y f), entry by
     # entry, whatever the projection
-    if kind in DENSE_PROJECTIONS and not (mode == "rpo" and params.get("loss") == "logistic"):
+    if kind in DENSE_PROJECTIONS and q > BLAS_ABOVE_Q and not (mode == "rpo" and params.get("loss") == "logistic"):
         return C_PROJECT_BLAS * n * d * q
     share = {"achlioptas": 1.0 / 3.0, "sparse": 1.0 / math.sqrt(max(d, 1))}.get(kind, 1.0 / max(d, 1))
+    if kind in DENSE_PROJECTIONS:
+        share = 1.0
     return C_PROJECT * n * d * q * share
 
 
