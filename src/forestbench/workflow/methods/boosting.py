@@ -102,9 +102,8 @@ def _projection_seconds(n, d, params, mode):
     # entry, whatever the projection
     if kind in DENSE_PROJECTIONS and q > BLAS_ABOVE_Q and not (mode == "rpo" and params.get("loss") == "logistic"):
         return C_PROJECT_BLAS * n * d * q
-    share = {"achlioptas": 1.0 / 3.0, "sparse": 1.0 / math.sqrt(max(d, 1))}.get(kind, 1.0 / max(d, 1))
-    if kind in DENSE_PROJECTIONS:
-        share = 1.0
+    share = {"gaussian": 1.0, "rademacher": 1.0, "achlioptas": 1.0 / 3.0,
+             "sparse": 1.0 / math.sqrt(max(d, 1))}.get(kind, 1.0 / max(d, 1))
     return C_PROJECT * n * d * q * share
 
 
