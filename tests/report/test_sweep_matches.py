@@ -97,3 +97,81 @@ def test_a_deterministic_baseline_is_matched_within_the_points_own_spread(tmp_pa
     assert alone["verdict"].tolist() == ["never matches"]
     with pytest.raises(ConfigError, match="band must be one of combined, baseline"):
         _report(tmp_path, csv, matches, band="curve")
+
+
+def _k_scores(tmp_path, curves, repeats=3):
+    """Scores of curves {prefix: {k: mean}} swept over max_features, each repeat at mean - 0.001, mean, mean + 0.001
+    (std 0.001); a mean of None leaves that point with one repeat fewer (a cell under way)."""
+    rows = []
+    base = {"experiment": "fig", "dataset": "delicious", "metric": "lrap", "step": np.nan, "higher_is_better": True,
+            "fit_wall_s": 1.0, "fit_cpu_s": 1.0, "method": "random_forest"}
+    for prefix, points in curves.items():
+        for k, mean in points.items():
+            done = repeats if mean is not None else repeats - 1
+            for repeat in range(done):
+                value = (mean if mean is not None else 0.3) + 0.001 * (repeat - 1)
+                rows.append({**base, "variant": f"{prefix}{k}", "repeat": repeat, "seed": repeat, "value": value,
+                             "param.max_features": k})
+    csv = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    return csv
+
+
+def _against(tmp_path, csv, entry):
+    cfg = {"description": "k study", "source": "thesis", "datasets": ["delicious"], "metrics": ["lrap"],
+           "reports": [{"kind": "sweep", "metric": "lrap", "x": "param.max_features", "against_curve": entry}]}
+    build_experiment_report(csv, "fig", cfg, tmp_path / "reference", tmp_path / "out")
+    return pd.read_csv(tmp_path / "out" / "tables" / "01_sweep_lrap_max_features_against_curve.csv")
+
+
+def test_against_curve_checks_robustness_to_large_k_and_the_best_point_against_the_baselines(tmp_path):
+    # the baseline peaks at k = 10 (0.35) and loses 0.03 by k = 100; q1 loses nothing but peaks lower (worse);
+    # q7 peaks higher (better) but loses 0.07; q14 peaks level with the baseline (0.3505: within one combined std)
+    csv = _k_scores(tmp_path, {"rf-k": {1: 0.30, 10: 0.35, 100: 0.32},
+                               "rf-q1-k": {1: 0.31, 10: 0.34, 100: 0.34},
+                               "rf-q7-k": {1: 0.33, 10: 0.37, 100: 0.30},
+                               "rf-q14-k": {1: 0.33, 10: 0.3505, 100: 0.349}})
+    got = _against(tmp_path, csv, {"baseline": "rf-k", "curves": ["rf-q1-k", "rf-q7-k", "rf-q14-k"],
+                                   "more_robust": True, "beats_best": False}).set_index("curve")
+    assert got.loc["rf-k*", "role"] == "baseline"
+    assert got.loc["rf-k*", "best x"] == 10 and got.loc["rf-k*", "loss at last x"] == pytest.approx(0.03)
+    q1, q7, q14 = got.loc["rf-q1-k*"], got.loc["rf-q7-k*"], got.loc["rf-q14-k*"]
+    assert q1["loss at last x"] == pytest.approx(0.0) and bool(q1["more robust"])
+    assert q1["best vs baseline best"] == "worse"
+    assert (q1["more_robust verdict"], q1["beats_best verdict"]) == ("agrees", "agrees")
+    assert q7["loss at last x"] == pytest.approx(0.07) and not bool(q7["more robust"])
+    assert q7["best vs baseline best"] == "better"
+    assert (q7["more_robust verdict"], q7["beats_best verdict"]) == ("differs", "differs")
+    assert q14["best vs baseline best"] == "level" and q14["beats_best verdict"] == "agrees"
+    assert "claims: more_robust: true, beats_best: false" in (tmp_path / "out" / "report.md").read_text()
+    # the other reading of the text (Fig 5.2's): a better best point agrees, a level one does not
+    other = _against(tmp_path, csv, {"baseline": "rf-k", "curves": ["rf-q7-k", "rf-q14-k"],
+                                     "beats_best": True}).set_index("curve")
+    assert other.loc["rf-q7-k*", "beats_best verdict"] == "agrees"
+    assert other.loc["rf-q14-k*", "beats_best verdict"] == "differs"
+    assert "more_robust verdict" not in other.columns
+
+
+def test_against_curve_leaves_a_curve_under_way_unjudged_and_refuses_bad_entries(tmp_path):
+    # q1's k = 100 has 2 of 3 repeats: its best and last points are not the protocol's yet; q7 lacks k = 100
+    csv = _k_scores(tmp_path, {"rf-k": {1: 0.30, 10: 0.35, 100: 0.32},
+                               "rf-q1-k": {1: 0.31, 10: 0.34, 100: None},
+                               "rf-q7-k": {1: 0.31, 10: 0.34}})
+    cfg_curves = ["rf-q1-k", "rf-q7-k"]
+    entry = {"baseline": "rf-k", "curves": cfg_curves, "more_robust": True}
+    # the report's variants name every point the configuration runs, as an experiment's methods do
+    cfg = {"description": "k study", "source": "thesis", "datasets": ["delicious"], "metrics": ["lrap"],
+           "reports": [{"kind": "sweep", "metric": "lrap", "x": "param.max_features", "against_curve": entry,
+                        "variants": ["rf-k1", "rf-k10", "rf-k100", "rf-q1-k1", "rf-q1-k10", "rf-q1-k100",
+                                     "rf-q7-k1", "rf-q7-k10", "rf-q7-k100"]}]}
+    build_experiment_report(csv, "fig", cfg, tmp_path / "reference", tmp_path / "out")
+    got = pd.read_csv(tmp_path / "out" / "tables" / "01_sweep_lrap_max_features_against_curve.csv")
+    got = got.set_index("curve")
+    assert got.loc["rf-q1-k*", "more_robust verdict"] == "unjudged"
+    assert got.loc["rf-q7-k*", "more_robust verdict"] == "unjudged"
+    with pytest.raises(ConfigError, match="needs baseline"):
+        _against(tmp_path, csv, {"curves": cfg_curves})
+    with pytest.raises(ConfigError, match="unknown key.*beats_baseline"):
+        _against(tmp_path, csv, {"baseline": "rf-k", "curves": cfg_curves, "beats_baseline": False})
+    with pytest.raises(ConfigError, match="take true or false"):
+        _against(tmp_path, csv, {"baseline": "rf-k", "curves": cfg_curves, "more_robust": "yes"})

@@ -216,7 +216,11 @@ def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
     when that ``x`` is within a factor ``factor`` (default 2) of ``claimed``. The standard deviation is
     ``band: combined`` (default) sqrt(s_b^2 + s_x^2), of the baseline's repeats and the point's, the spread of the
     difference of one repeat of each, so a deterministic baseline (a tree without bootstrap) still has a band; or
-    ``band: baseline``, s_b alone."""
+    ``band: baseline``, s_b alone.
+
+    ``against_curve: {baseline, curves, more_robust, beats_best}`` checks a text's claims on curves swept over the
+    same ``x`` as a baseline curve (thesis Figs 5.2-5.3: forests on Gaussian output projections against the forest
+    on the original outputs, LRAP against k): see :func:`_sweep_against_curve`."""
     metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
     hue = spec.get("hue", "variant_group")
     sec = Section("sweep", f"{metric} against {x.removeprefix('param.')}")
@@ -224,6 +228,8 @@ def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
     if not rows.empty and x not in rows.columns:
         raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
     baselines = None
+    if spec.get("against_curve"):
+        _sweep_against_curve(ctx, sec, slug, spec, rows, x, metric)
     if spec.get("matches"):
         _sweep_matches(ctx, sec, slug, spec, rows, x, metric)
         # the baselines the curves are matched against are drawn as horizontal lines, not left out
@@ -294,6 +300,113 @@ def _sweep_matches(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.D
     sec.notes.append(f"matches: the {x.removeprefix('param.')} from which each curve's mean {metric} stays within "
                      f"{tol_std:g} x {what}" + (f" (or {tol_abs:g})" if tol_abs else "")
                      + f", beside the claimed value (agrees within a factor {factor:g})")
+
+
+#: the claims an ``against_curve`` entry of a sweep checks (see :func:`_sweep_against_curve`)
+SWEEP_CURVE_CLAIMS = ("more_robust", "beats_best")
+
+
+def _curve_summary(summary: pd.DataFrame, points: pd.DataFrame, x: str, expected: list[str],
+                   hib: bool) -> dict | None:
+    """Best and last point of one curve of one dataset (None while a point the configuration runs is missing or
+    partial): ``summary`` has the curve's cells (partial means NaN), ``points`` its rows with ``x``."""
+    cells = summary.set_index("variant")
+    if not expected or any(v not in cells.index or pd.isna(cells.loc[v, "mean"]) for v in expected):
+        return None
+    at = points.drop_duplicates("variant").set_index("variant")[x].astype(float)
+    frame = pd.DataFrame({"x": at.reindex(expected), "mean": cells.loc[expected, "mean"].astype(float),
+                          "std": cells.loc[expected, "std"].astype(float).fillna(0.0)}).sort_values("x")
+    best = frame["mean"].idxmax() if hib else frame["mean"].idxmin()
+    last = frame.index[-1]
+    sign = 1.0 if hib else -1.0
+    return {"best x": float(frame.loc[best, "x"]), "best mean": float(frame.loc[best, "mean"]),
+            "best std": float(frame.loc[best, "std"]), "last x": float(frame.loc[last, "x"]),
+            "last mean": float(frame.loc[last, "mean"]),
+            # how much the curve has lost from its best point by the largest x (>= 0, in the metric's units)
+            "loss at last x": sign * float(frame.loc[best, "mean"] - frame.loc[last, "mean"])}
+
+
+def _sweep_against_curve(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.DataFrame, x: str,
+                         metric: str) -> None:
+    """The ``against_curve`` table of a sweep report: per dataset, each curve (``curves``: variant-name prefixes,
+    e.g. ``rf-gaussian-q1-k``) beside a ``baseline`` curve (a prefix too, ``rf-k``) swept over the same ``x``.
+
+    Two claims of a text reading such a figure are checked, each where the entry states it (true or false):
+
+    - ``more_robust``: the curve loses less than the baseline from its best point to the largest ``x`` ("more
+      robust with respect to over-fitting as k increases"). The loss is the best mean minus the mean at the largest
+      ``x`` (in the metric's better direction, so >= 0); the claim holds when the curve's loss is smaller.
+    - ``beats_best``: the curve's best point beats the baseline's best point ("it is not really possible to improve
+      over baseline Random Forests by tuning jointly input and output randomization"): better when its mean exceeds
+      the baseline's best by more than ``tolerance_std`` (default 1) x sqrt(s_c^2 + s_b^2) of the two points'
+      repeats, worse when below by as much, level otherwise. ``beats_best: true`` agrees when better, ``false``
+      when level or worse.
+
+    A curve or baseline with a point still missing or partial (fewer repeats than its protocol's splits) is
+    "unjudged": a best point read off part of a curve is not the curve's."""
+    where = "sweep report against_curve"
+    item = spec["against_curve"]
+    if not isinstance(item, dict) or "baseline" not in item or not item.get("curves"):
+        raise ConfigError(f"{where}: needs baseline (a variant-name prefix) and curves (a list of prefixes), "
+                          f"got {item!r}")
+    unknown = sorted(set(item) - {"baseline", "curves", "tolerance_std", *SWEEP_CURVE_CLAIMS})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (claims: {', '.join(SWEEP_CURVE_CLAIMS)})")
+    claims = {k: item[k] for k in SWEEP_CURVE_CLAIMS if k in item}
+    if any(not isinstance(v, bool) for v in claims.values()):
+        raise ConfigError(f"{where}: {', '.join(SWEEP_CURVE_CLAIMS)} take true or false, got {claims!r}")
+    tol_std = float(item.get("tolerance_std", 1.0))
+    if tol_std < 0:
+        raise ConfigError(f"{where}: tolerance_std must be >= 0")
+    baseline = str(item["baseline"])
+    curves = [str(c) for c in (item["curves"] if isinstance(item["curves"], list) else [item["curves"]])]
+    hib = _direction(ctx, metric, spec)
+    summary, _ = without_partial(summarise(ctx.scores, metric))
+    wanted = ctx.variants_for(spec)
+
+    def one(dataset: str, prefix: str) -> dict | None:
+        expected = [v for v in wanted if v.startswith(prefix)]
+        part = summary[(summary["dataset"] == dataset) & summary["variant"].isin(expected)]
+        points = rows[(rows["dataset"] == dataset) & rows["variant"].isin(expected) & rows[x].notna()]
+        return _curve_summary(part, points, x, expected, hib)
+
+    out = []
+    for dataset in ctx.datasets_for(spec):
+        base = one(dataset, baseline)
+        if base is not None:
+            out.append({"dataset": dataset, "curve": baseline + "*", "role": "baseline", **base})
+        for curve in curves:
+            got = one(dataset, curve)
+            row = {"dataset": dataset, "curve": curve + "*", "role": "curve"}
+            if got is None or base is None:
+                row.update({f"{k} verdict": "unjudged" for k in claims})
+                out.append(row)
+                continue
+            row.update(got)
+            sign = 1.0 if hib else -1.0
+            diff = sign * (got["best mean"] - base["best mean"])
+            band = tol_std * math.hypot(got["best std"], base["best std"])
+            row["best vs baseline best"] = "better" if diff > band else "worse" if diff < -band else "level"
+            row["more robust"] = got["loss at last x"] < base["loss at last x"]
+            if "more_robust" in claims:
+                row["more_robust verdict"] = "agrees" if row["more robust"] == claims["more_robust"] else "differs"
+            if "beats_best" in claims:
+                beats = row["best vs baseline best"] == "better"
+                row["beats_best verdict"] = "agrees" if beats == claims["beats_best"] else "differs"
+            out.append(row)
+    table = pd.DataFrame(out)
+    base_path = ctx.out_dir / "tables" / f"{slug}_against_curve"
+    sec.files.update({"against-curve CSV": ctx.write(base_path.with_suffix(".csv"), table.to_csv(index=False)),
+                      "against-curve Markdown": ctx.write(base_path.with_suffix(".md"),
+                                                          table.to_markdown(index=False))})
+    sec.html += table.to_html(index=False, escape=True)
+    sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
+    name = x.removeprefix("param.")
+    stated = ", ".join(f"{k}: {str(v).lower()}" for k, v in claims.items()) or "none"
+    sec.notes.append(f"against {baseline}*: each curve's loss from its best {name} to the largest {name} beside the "
+                     f"baseline's (more robust when smaller), and its best point against the baseline's best "
+                     f"(better or worse beyond {tol_std:g} x sqrt(s_c^2 + s_b^2), level otherwise); claims: "
+                     f"{stated}")
 
 
 @report_kind("timing")
