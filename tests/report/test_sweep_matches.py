@@ -175,3 +175,26 @@ def test_against_curve_leaves_a_curve_under_way_unjudged_and_refuses_bad_entries
         _against(tmp_path, csv, {"baseline": "rf-k", "curves": cfg_curves, "beats_baseline": False})
     with pytest.raises(ConfigError, match="take true or false"):
         _against(tmp_path, csv, {"baseline": "rf-k", "curves": cfg_curves, "more_robust": "yes"})
+
+
+def test_against_curve_with_a_baseline_variant_compares_each_curves_best_point_with_its_mean(tmp_path):
+    # Fig 5.4's reading: RF on the original outputs (mean 0.8, std 0.01) is one point; a sparse projection peaks
+    # at q = 1 above it, a sub-sampled identity never rises above it
+    csv = _scores(tmp_path, {"rf-sparse-q": {1: 0.84, 10: 0.82, 100: 0.80},
+                             "rf-subsample-q": {1: 0.70, 10: 0.79, 100: 0.80}})
+    cfg = {"description": "reductions", "source": "thesis", "datasets": ["delicious"], "metrics": ["lrap"],
+           "reports": [{"kind": "sweep", "metric": "lrap", "x": "param.n_components",
+                        "against_curve": {"baseline": "rf", "curves": ["rf-sparse-q", "rf-subsample-q"],
+                                          "beats_best": True},
+                        "matches": [{"curve": "rf-subsample-q", "baseline": "rf"}]}]}
+    build_experiment_report(csv, "fig", cfg, tmp_path / "reference", tmp_path / "out")
+    got = pd.read_csv(tmp_path / "out" / "tables" / "01_sweep_lrap_n_components_against_curve.csv")
+    got = got.set_index("curve")
+    assert got.loc["rf", "role"] == "baseline" and got.loc["rf", "best mean"] == pytest.approx(0.8)
+    assert got.loc["rf-sparse-q*", "best x"] == 1 and got.loc["rf-sparse-q*", "beats_best verdict"] == "agrees"
+    assert got.loc["rf-subsample-q*", "best vs baseline best"] == "level"
+    assert got.loc["rf-subsample-q*", "beats_best verdict"] == "differs"
+    # a single variant has no loss over q to compare
+    cfg["reports"][0]["against_curve"]["more_robust"] = True
+    with pytest.raises(ConfigError, match="more_robust compares two curves"):
+        build_experiment_report(csv, "fig", cfg, tmp_path / "reference", tmp_path / "out2")

@@ -329,7 +329,8 @@ def _curve_summary(summary: pd.DataFrame, points: pd.DataFrame, x: str, expected
 def _sweep_against_curve(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.DataFrame, x: str,
                          metric: str) -> None:
     """The ``against_curve`` table of a sweep report: per dataset, each curve (``curves``: variant-name prefixes,
-    e.g. ``rf-gaussian-q1-k``) beside a ``baseline`` curve (a prefix too, ``rf-k``) swept over the same ``x``.
+    e.g. ``rf-gaussian-q1-k``) beside a ``baseline`` curve (a prefix too, ``rf-k``) swept over the same ``x``, or
+    beside a baseline variant without ``x`` (``rf``: a variant's exact name), whose one point is its best.
 
     Two claims of a text reading such a figure are checked, each where the entry states it (true or false):
 
@@ -364,17 +365,26 @@ def _sweep_against_curve(ctx: Context, sec: Section, slug: str, spec: dict, rows
     summary, _ = without_partial(summarise(ctx.scores, metric))
     wanted = ctx.variants_for(spec)
 
-    def one(dataset: str, prefix: str) -> dict | None:
-        expected = [v for v in wanted if v.startswith(prefix)]
+    # a baseline that names a variant is one point, drawn as a horizontal line (RF on the original outputs, whose
+    # curve has no q); a prefix names a curve
+    flat = baseline in wanted
+    if flat and "more_robust" in claims:
+        raise ConfigError(f"{where}: more_robust compares two curves' losses over {x}; the baseline {baseline!r} "
+                          "is a single variant (name a variant-name prefix)")
+
+    def one(dataset: str, prefix: str, single: bool = False) -> dict | None:
+        expected = [prefix] if single else [v for v in wanted if v.startswith(prefix)]
         part = summary[(summary["dataset"] == dataset) & summary["variant"].isin(expected)]
-        points = rows[(rows["dataset"] == dataset) & rows["variant"].isin(expected) & rows[x].notna()]
+        points = rows[(rows["dataset"] == dataset) & rows["variant"].isin(expected)
+                      & (rows[x].notna() | single)]
         return _curve_summary(part, points, x, expected, hib)
 
     out = []
     for dataset in ctx.datasets_for(spec):
-        base = one(dataset, baseline)
+        base = one(dataset, baseline, single=flat)
         if base is not None:
-            out.append({"dataset": dataset, "curve": baseline + "*", "role": "baseline", **base})
+            out.append({"dataset": dataset, "curve": baseline if flat else baseline + "*", "role": "baseline",
+                        **base})
         for curve in curves:
             got = one(dataset, curve)
             row = {"dataset": dataset, "curve": curve + "*", "role": "curve"}
@@ -403,7 +413,8 @@ def _sweep_against_curve(ctx: Context, sec: Section, slug: str, spec: dict, rows
     sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
     name = x.removeprefix("param.")
     stated = ", ".join(f"{k}: {str(v).lower()}" for k, v in claims.items()) or "none"
-    sec.notes.append(f"against {baseline}*: each curve's loss from its best {name} to the largest {name} beside the "
+    shown = baseline if flat else baseline + "*"
+    sec.notes.append(f"against {shown}: each curve's loss from its best {name} to the largest {name} beside the "
                      f"baseline's (more robust when smaller), and its best point against the baseline's best "
                      f"(better or worse beyond {tol_std:g} x sqrt(s_c^2 + s_b^2), level otherwise); claims: "
                      f"{stated}")
