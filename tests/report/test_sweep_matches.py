@@ -198,3 +198,21 @@ def test_against_curve_with_a_baseline_variant_compares_each_curves_best_point_w
     cfg["reports"][0]["against_curve"]["more_robust"] = True
     with pytest.raises(ConfigError, match="more_robust compares two curves"):
         build_experiment_report(csv, "fig", cfg, tmp_path / "reference", tmp_path / "out2")
+
+
+def test_a_curve_without_the_hue_parameter_is_one_line_named_by_its_variants_prefix(tmp_path):
+    """Figs 5.2-5.3 colour the curves by q: RF on the original outputs, swept over k too but without a q, is one
+    line (rf-k*), not one line per k."""
+    from forestbench.report.experiment import _with_hue
+    from forestbench.report.kinds import Context
+
+    rows = []
+    for variant, q, k in [("rf-k2", np.nan, 2), ("rf-k10", np.nan, 10), ("rf-gaussian-q1-k2", 1, 2),
+                          ("rf-gaussian-q1-k10", 1, 10)]:
+        rows.append({"dataset": "delicious", "method": "random_forest", "variant": variant, "value": 0.3,
+                     "param.n_components": q, "param.max_features": k})
+    scores = pd.DataFrame(rows)
+    ctx = Context("fig", {}, scores, tmp_path, ["delicious"], list(scores["variant"]))
+    got = _with_hue(ctx, scores, "param.n_components", "param.max_features")
+    assert got["param.n_components"].tolist() == ["rf-k*", "rf-k*", 1, 1]
+    assert scores["param.n_components"].isna().sum() == 2          # the caller's rows are left as they were

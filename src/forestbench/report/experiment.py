@@ -185,6 +185,14 @@ def _with_hue(ctx: Context, rows: pd.DataFrame, hue: str | None, x: str | None) 
         rows = add_variant_group(rows, ctx.scores, x)
     if hue and hue not in rows.columns and not rows.empty:
         raise ConfigError(f"hue column {hue!r} is not in the scores table of {ctx.experiment}")
+    if hue and hue != "variant_group" and x in rows.columns and not rows.empty:
+        # a curve without the hue parameter (RF on the original outputs swept over k beside the q curves of Figs
+        # 5.2-5.3) is one line, named as its variants' group is (rf-k*), not one line per variant
+        without = rows[hue].isna() & rows[x].notna()
+        if without.any():
+            rows = rows.copy()
+            rows[hue] = rows[hue].astype(object)
+            rows.loc[without, hue] = add_variant_group(rows[without], ctx.scores, x)["variant_group"]
     return rows
 
 
