@@ -504,6 +504,40 @@ def _csv(frame, path):
     return path
 
 
+def test_readme_table_counts_the_claims_the_sweep_reports_check(tmp_path):
+    """A figure without published numbers has its text's claims checked by its sweep report; the README's table
+    counts their verdicts from the archive (every point of the curve scores as the baseline here)."""
+    config = tiny_config()
+    config["experiments"] = {"sweepy": {
+        "datasets": ["linnerud"], "protocol": "demo", "metrics": ["macro_r2"], "max_repeats": 2,
+        "source": "a text's Fig 1",
+        "methods": [{"name": "rf", "method": "sklearn_random_forest", "params": {"n_estimators": 4}},
+                    {"name": "rf-t{n_estimators}", "method": "sklearn_random_forest",
+                     "grid": {"n_estimators": [2, 3]}}],
+        "reports": [{"kind": "sweep", "metric": "macro_r2", "x": "param.n_estimators",
+                     "matches": [{"curve": "rf-t", "baseline": "rf", "claimed": 2},
+                                 {"curve": "rf-t", "baseline": "rf", "claimed": 30},
+                                 {"curve": "rf-t", "baseline": "rf"}],
+                     "against_curve": {"baseline": "rf", "curves": ["rf-t"], "beats_best": False}}]}}
+    configfile = write_config(tmp_path / "sweepy.yaml", config)
+    plan = archive._plan(configfile)
+    fake_results(tmp_path / "results", plan)
+    archive.add(tmp_path / "results", tmp_path / "archive", plan)
+    experiments = config["experiments"]
+    rows = archive.claim_rows(tmp_path / "archive", experiments, tmp_path / "reference")
+    got = {r.claim: (r.checked, r.agrees, r.differs, r.unjudged) for r in rows}
+    # matched from n_estimators = 2: the claim of 2 agrees, 30 differs, and an entry without a claim is none
+    assert got == {"matches": (2, 1, 1, 0), "beats_best": (1, 1, 0, 0)}
+    (tmp_path / "README.md").write_text("# Choices\n")
+    table = archive.readme_table(tmp_path / "archive", experiments, tmp_path / "reference",
+                                 tmp_path / "README.md", "sweepy.yaml")
+    assert "| a text's Fig 1 | `sweepy` | `matches`: " in table and " | 2 | 1 | 1 | 0 |" in table
+    # a point under way leaves the curve unjudged
+    next((tmp_path / "archive/sweepy/runs/linnerud/rf-t3").glob("repeat-1.json.gz")).unlink()
+    rows = archive.claim_rows(tmp_path / "archive", experiments, tmp_path / "reference")
+    assert {r.claim: r.unjudged for r in rows}["beats_best"] == 1
+
+
 def test_readme_table_counts_explained_misses_and_checks_headings(setup):
     tmp, configfile, plan, results, files = setup
     ref = write_reference(tmp)

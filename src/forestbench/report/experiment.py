@@ -26,8 +26,9 @@ from forestbench.report.kinds import MANIFEST, REPORT_KINDS, Context, ReportFn, 
 from forestbench.report.verdicts import verdict_counts, verdict_text
 from forestbench.workflow.variants import variant_names
 
-__all__ = ["MANIFEST", "REPORT_KINDS", "Context", "ReportFn", "Section", "build_experiment_report", "missing_cells",
-           "report_kind", "selection_sections"]
+__all__ = ["MANIFEST", "REPORT_KINDS", "Context", "ReportFn", "Section", "against_curve_table",
+           "build_experiment_report", "experiment_claims", "missing_cells", "report_kind", "selection_sections",
+           "sweep_claims", "sweep_matches_table"]
 
 
 def _short(items: list[str], limit: int = 20) -> str:
@@ -228,7 +229,7 @@ def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
 
     ``against_curve: {baseline, curves, more_robust, beats_best}`` checks a text's claims on curves swept over the
     same ``x`` as a baseline curve (thesis Figs 5.2-5.3: forests on Gaussian output projections against the forest
-    on the original outputs, LRAP against k): see :func:`_sweep_against_curve`."""
+    on the original outputs, LRAP against k): see :func:`against_curve_table`."""
     metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
     hue = spec.get("hue", "variant_group")
     sec = Section("sweep", f"{metric} against {x.removeprefix('param.')}")
@@ -237,9 +238,9 @@ def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
         raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
     baselines = None
     if spec.get("against_curve"):
-        _sweep_against_curve(ctx, sec, slug, spec, rows, x, metric)
+        _attach_table(ctx, sec, slug, "against_curve", *against_curve_table(ctx, spec, rows, x, metric))
     if spec.get("matches"):
-        _sweep_matches(ctx, sec, slug, spec, rows, x, metric)
+        _attach_table(ctx, sec, slug, "matches", *sweep_matches_table(ctx, spec, rows, x, metric))
         # the baselines the curves are matched against are drawn as horizontal lines, not left out
         named = [str(m["baseline"]) for m in spec["matches"]]
         if not rows.empty:
@@ -254,9 +255,22 @@ def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
     return _line_figure(ctx, sec, slug, figures.sweep_plot, rows, x, metric, hue)
 
 
-def _sweep_matches(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.DataFrame, x: str,
-                   metric: str) -> None:
-    """The ``matches`` table of a sweep report (see :func:`_sweep`)."""
+def _attach_table(ctx: Context, sec: Section, slug: str, name: str, table: pd.DataFrame, note: str) -> None:
+    """A claims table of a sweep (``matches``, ``against_curve``) as CSV and Markdown files, in the section's text,
+    with its note."""
+    base_path = ctx.out_dir / "tables" / f"{slug}_{name}"
+    label = name.replace("_", "-")
+    sec.files.update({f"{label} CSV": ctx.write(base_path.with_suffix(".csv"), table.to_csv(index=False)),
+                      f"{label} Markdown": ctx.write(base_path.with_suffix(".md"), table.to_markdown(index=False))})
+    sec.html += table.to_html(index=False, escape=True)
+    sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
+    sec.notes.append(note)
+
+
+def sweep_matches_table(ctx: Context, spec: dict, rows: pd.DataFrame, x: str, metric: str) -> tuple[
+        pd.DataFrame, str]:
+    """The ``matches`` table of a sweep report (see :func:`_sweep`) and its note; ``rows`` are the final scores of
+    ``metric`` the report keeps."""
     where = "sweep report matches"
     tol_std, tol_abs = float(spec.get("tolerance_std", 1.0)), float(spec.get("tolerance_abs", 0.0))
     factor = float(spec.get("factor", 2.0))
@@ -298,19 +312,14 @@ def _sweep_matches(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.D
                     ok = float(claimed) / factor <= float(first) <= float(claimed) * factor
                     row["verdict"] = "agrees" if ok else "differs"
             out.append(row)
-    table = pd.DataFrame(out)
-    base_path = ctx.out_dir / "tables" / f"{slug}_matches"
-    sec.files.update({"matches CSV": ctx.write(base_path.with_suffix(".csv"), table.to_csv(index=False)),
-                      "matches Markdown": ctx.write(base_path.with_suffix(".md"), table.to_markdown(index=False))})
-    sec.html += table.to_html(index=False, escape=True)
-    sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
     what = "sqrt(baseline std^2 + the point's std^2)" if band == "combined" else "std of its baseline's repeats"
-    sec.notes.append(f"matches: the {x.removeprefix('param.')} from which each curve's mean {metric} stays within "
-                     f"{tol_std:g} x {what}" + (f" (or {tol_abs:g})" if tol_abs else "")
-                     + f", beside the claimed value (agrees within a factor {factor:g})")
+    note = (f"matches: the {x.removeprefix('param.')} from which each curve's mean {metric} stays within "
+            f"{tol_std:g} x {what}" + (f" (or {tol_abs:g})" if tol_abs else "")
+            + f", beside the claimed value (agrees within a factor {factor:g})")
+    return pd.DataFrame(out), note
 
 
-#: the claims an ``against_curve`` entry of a sweep checks (see :func:`_sweep_against_curve`)
+#: the claims an ``against_curve`` entry of a sweep checks (see :func:`against_curve_table`)
 SWEEP_CURVE_CLAIMS = ("more_robust", "beats_best")
 
 
@@ -334,11 +343,12 @@ def _curve_summary(summary: pd.DataFrame, points: pd.DataFrame, x: str, expected
             "loss at last x": sign * float(frame.loc[best, "mean"] - frame.loc[last, "mean"])}
 
 
-def _sweep_against_curve(ctx: Context, sec: Section, slug: str, spec: dict, rows: pd.DataFrame, x: str,
-                         metric: str) -> None:
-    """The ``against_curve`` table of a sweep report: per dataset, each curve (``curves``: variant-name prefixes,
-    e.g. ``rf-gaussian-q1-k``) beside a ``baseline`` curve (a prefix too, ``rf-k``) swept over the same ``x``, or
-    beside a baseline variant without ``x`` (``rf``: a variant's exact name), whose one point is its best.
+def against_curve_table(ctx: Context, spec: dict, rows: pd.DataFrame, x: str, metric: str) -> tuple[
+        pd.DataFrame, str]:
+    """The ``against_curve`` table of a sweep report and its note: per dataset, each curve (``curves``:
+    variant-name prefixes, e.g. ``rf-gaussian-q1-k``) beside a ``baseline`` curve (a prefix too, ``rf-k``) swept
+    over the same ``x``, or beside a baseline variant without ``x`` (``rf``: a variant's exact name), whose one
+    point is its best.
 
     Two claims of a text reading such a figure are checked, each where the entry states it (true or false):
 
@@ -412,20 +422,48 @@ def _sweep_against_curve(ctx: Context, sec: Section, slug: str, spec: dict, rows
                 beats = row["best vs baseline best"] == "better"
                 row["beats_best verdict"] = "agrees" if beats == claims["beats_best"] else "differs"
             out.append(row)
-    table = pd.DataFrame(out)
-    base_path = ctx.out_dir / "tables" / f"{slug}_against_curve"
-    sec.files.update({"against-curve CSV": ctx.write(base_path.with_suffix(".csv"), table.to_csv(index=False)),
-                      "against-curve Markdown": ctx.write(base_path.with_suffix(".md"),
-                                                          table.to_markdown(index=False))})
-    sec.html += table.to_html(index=False, escape=True)
-    sec.markdown = "\n\n".join(filter(None, [sec.markdown, table.to_markdown(index=False)]))
     name = x.removeprefix("param.")
     stated = ", ".join(f"{k}: {str(v).lower()}" for k, v in claims.items()) or "none"
     shown = baseline if flat else baseline + "*"
-    sec.notes.append(f"against {shown}: each curve's loss from its best {name} to the largest {name} beside the "
-                     f"baseline's (more robust when smaller), and its best point against the baseline's best "
-                     f"(better or worse beyond {tol_std:g} x sqrt(s_c^2 + s_b^2), level otherwise); claims: "
-                     f"{stated}")
+    note = (f"against {shown}: each curve's loss from its best {name} to the largest {name} beside the "
+            f"baseline's (more robust when smaller), and its best point against the baseline's best "
+            f"(better or worse beyond {tol_std:g} x sqrt(s_c^2 + s_b^2), level otherwise); claims: {stated}")
+    return pd.DataFrame(out), note
+
+
+#: how the verdicts of a sweep's claims tables count in :func:`sweep_claims`
+CLAIM_VERDICTS = {"agrees": "agrees", "differs": "differs", "never matches": "differs", "not run": "unjudged",
+                  "unjudged": "unjudged"}
+
+
+def sweep_claims(ctx: Context) -> list[dict]:
+    """The verdicts of every claim the experiment's sweep reports check, one dict per (report, claim, dataset,
+    curve): ``claim`` (``matches``: the x from which a curve matches its baseline, beside the claimed x;
+    ``more_robust`` / ``beats_best`` of ``against_curve``) and ``verdict`` (agrees, differs, unjudged). A
+    ``matches`` entry without a claimed value is no claim and is left out. Nothing is written."""
+    out = []
+    for spec in ctx.cfg.get("reports") or []:
+        if not isinstance(spec, dict) or spec.get("kind") != "sweep":
+            continue
+        metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
+        rows = ctx.restrict(final_rows(ctx.scores, metric), spec)
+        if not rows.empty and x not in rows.columns:
+            raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
+        if spec.get("matches"):
+            table, _ = sweep_matches_table(ctx, spec, rows, x, metric)
+            for row in table.to_dict(orient="records"):
+                if row["verdict"] != "no claim":
+                    out.append({"claim": "matches", "dataset": row["dataset"], "curve": row["curve"],
+                                "verdict": CLAIM_VERDICTS[row["verdict"]]})
+        if spec.get("against_curve"):
+            table, _ = against_curve_table(ctx, spec, rows, x, metric)
+            for row in table.to_dict(orient="records"):
+                for claim in SWEEP_CURVE_CLAIMS:
+                    verdict = row.get(f"{claim} verdict")
+                    if row["role"] == "curve" and isinstance(verdict, str):
+                        out.append({"claim": claim, "dataset": row["dataset"], "curve": row["curve"],
+                                    "verdict": CLAIM_VERDICTS[verdict]})
+    return out
 
 
 @report_kind("timing")
@@ -865,6 +903,21 @@ def missing_cells(scores: pd.DataFrame, metrics: list[str], datasets: list[str],
     return out
 
 
+def _context(scores: pd.DataFrame, experiment_name: str, experiment_cfg: dict, reference_dir: Path,
+             out_dir: Path) -> Context:
+    ref_datasets = _reference_datasets(experiment_cfg, reference_dir, experiment_name)
+    datasets, variants = _expected(experiment_cfg, scores, experiment_name)
+    datasets = ordered_unique(ref_datasets + datasets) if not experiment_cfg.get("datasets") else datasets
+    return Context(experiment_name, experiment_cfg, scores, out_dir, datasets, variants, reference_dir=reference_dir)
+
+
+def experiment_claims(scores_csv: Path, experiment_name: str, experiment_cfg: dict,
+                      reference_dir: Path) -> list[dict]:
+    """:func:`sweep_claims` of an experiment's scores table, as its report judges them; nothing is written."""
+    scores = load_scores(scores_csv, experiment_name)
+    return sweep_claims(_context(scores, experiment_name, experiment_cfg, reference_dir, Path(".")))
+
+
 def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_cfg: dict, reference_dir: Path,
                             out_dir: Path, selection_csv: Path | None = None) -> list[Path]:
     """Write the tables, figures, reproduction comparison, report.md and manifest.json of one experiment.
@@ -878,11 +931,8 @@ def build_experiment_report(scores_csv: Path, experiment_name: str, experiment_c
     # Snakemake deletes the declared output (the manifest) before the job; report.md marks an earlier build too
     earlier_report = (out_dir / MANIFEST).exists() or (out_dir / "report.md").exists()
     scores = load_scores(scores_csv, experiment_name)
-    ref_datasets = _reference_datasets(experiment_cfg, reference_dir, experiment_name)
-    datasets, variants = _expected(experiment_cfg, scores, experiment_name)
-    datasets = ordered_unique(ref_datasets + datasets) if not experiment_cfg.get("datasets") else datasets
-    ctx = Context(experiment_name, experiment_cfg, scores, out_dir, datasets, variants,
-                  reference_dir=reference_dir)
+    ctx = _context(scores, experiment_name, experiment_cfg, reference_dir, out_dir)
+    datasets, variants = ctx.datasets, ctx.variants
     specs = experiment_cfg.get("reports") or []
     if not isinstance(specs, list):
         raise ConfigError(f"experiments.{experiment_name}.reports must be a list")
