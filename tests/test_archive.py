@@ -536,6 +536,11 @@ def test_readme_table_counts_the_claims_the_sweep_reports_check(tmp_path):
     next((tmp_path / "archive/sweepy/runs/linnerud/rf-t3").glob("repeat-1.json.gz")).unlink()
     rows = archive.claim_rows(tmp_path / "archive", experiments, tmp_path / "reference")
     assert {r.claim: r.unjudged for r in rows}["beats_best"] == 1
+    # a curve not run at all: its claims are unjudged, an entry without a claim is still none
+    shutil.rmtree(tmp_path / "archive/sweepy/runs/linnerud/rf-t2")
+    shutil.rmtree(tmp_path / "archive/sweepy/runs/linnerud/rf-t3")
+    rows = archive.claim_rows(tmp_path / "archive", experiments, tmp_path / "reference")
+    assert {r.claim: (r.checked, r.unjudged) for r in rows} == {"matches": (2, 2), "beats_best": (1, 1)}
 
 
 def test_readme_table_counts_explained_misses_and_checks_headings(setup):

@@ -452,7 +452,7 @@ def sweep_claims(ctx: Context) -> list[dict]:
         if spec.get("matches"):
             table, _ = sweep_matches_table(ctx, spec, rows, x, metric)
             for row in table.to_dict(orient="records"):
-                if row["verdict"] != "no claim":
+                if row["claimed"] is not None and not pd.isna(row["claimed"]):    # an entry without a claim
                     out.append({"claim": "matches", "dataset": row["dataset"], "curve": row["curve"],
                                 "verdict": CLAIM_VERDICTS[row["verdict"]]})
         if spec.get("against_curve"):
