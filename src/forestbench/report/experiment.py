@@ -211,6 +211,15 @@ def _placed(sec: Section, rows: pd.DataFrame, x: str) -> pd.DataFrame:
 SWEEP_BANDS = ("combined", "baseline")
 
 
+def _sweep_rows(ctx: Context, spec: dict) -> tuple[str, str, pd.DataFrame]:
+    """A sweep spec's metric, swept column and the final scores it keeps (the report and its claims read these)."""
+    metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
+    rows = ctx.restrict(final_rows(ctx.scores, metric), spec)
+    if not rows.empty and x not in rows.columns:
+        raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
+    return metric, x, rows
+
+
 @report_kind("sweep")
 def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
     """``metric``, ``x`` (a ``param.<name>`` column), ``hue`` (default ``variant_group``: the method plus its
@@ -230,12 +239,9 @@ def _sweep(ctx: Context, spec: dict, slug: str) -> Section:
     ``against_curve: {baseline, curves, more_robust, beats_best}`` checks a text's claims on curves swept over the
     same ``x`` as a baseline curve (thesis Figs 5.2-5.3: forests on Gaussian output projections against the forest
     on the original outputs, LRAP against k): see :func:`against_curve_table`."""
-    metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
+    metric, x, rows = _sweep_rows(ctx, spec)
     hue = spec.get("hue", "variant_group")
     sec = Section("sweep", f"{metric} against {x.removeprefix('param.')}")
-    rows = ctx.restrict(final_rows(ctx.scores, metric), spec)
-    if not rows.empty and x not in rows.columns:
-        raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
     baselines = None
     if spec.get("against_curve"):
         _attach_table(ctx, sec, slug, "against_curve", *against_curve_table(ctx, spec, rows, x, metric))
@@ -445,10 +451,7 @@ def sweep_claims(ctx: Context) -> list[dict]:
     for spec in ctx.cfg.get("reports") or []:
         if not isinstance(spec, dict) or spec.get("kind") != "sweep":
             continue
-        metric, x = str(spec["metric"]), str(_require(spec, "x", "sweep report"))
-        rows = ctx.restrict(final_rows(ctx.scores, metric), spec)
-        if not rows.empty and x not in rows.columns:
-            raise ConfigError(f"sweep report: column {x!r} is not in the scores table of {ctx.experiment}")
+        metric, x, rows = _sweep_rows(ctx, spec)
         if spec.get("matches"):
             table, _ = sweep_matches_table(ctx, spec, rows, x, metric)
             for row in table.to_dict(orient="records"):
