@@ -13,7 +13,7 @@ from forestbench.cli import main
 from forestbench.errors import DataError
 from forestbench.workflow.experiments import Plan
 from forestbench.workflow.experiments import merge_config
-from forestbench.workflow.plan import load_config, make_plan, read_timings, suggest_chunk
+from forestbench.workflow.plan import load_config, make_plan, read_timings, suggest_chunk, summarize
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = str(REPO / "config" / "datasets.yaml")
@@ -635,6 +635,103 @@ def test_records_calibrate_only_when_their_parameters_and_rows_match(tmp_path):
     elsewhere = row(make_plan(plan, results=tmp_path))
     assert (elsewhere.source, elsewhere.n_records) == ("recorded-elsewhere", 1)
     assert elsewhere.wall_s == pytest.approx(R.STARTUP_S + 32.0)
+
+
+def _archive_record(results: Path, archive: Path, rel: str) -> None:
+    """Move ``results/<rel>`` (a run record) into ``archive`` where ``archive add`` keeps it, gzip-compressed."""
+    import gzip
+
+    from forestbench.archive import _archived_name
+
+    src = results / rel
+    dest = archive / _archived_name(rel)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(gzip.compress(src.read_bytes(), mtime=0))
+    src.unlink()
+
+
+def test_archived_records_calibrate_like_those_under_results(tmp_path):
+    # a fresh clone has no results/, but the repository's archive holds what earlier runs measured: those records
+    # calibrate the plan as if they were under results/, and a record in both places counts once (results/ wins:
+    # it is the newer copy, e.g. a refit)
+    plan = _plan()
+    results, archive = tmp_path / "results", tmp_path / "archive"
+    row = lambda report: next(v for v in report.variants  # noqa: E731
+                              if (v.experiment, v.dataset, v.variant) == ("a", "sf2", "rf50"))
+    _write_record(results, "a", "sf2", "rf50", 0, 100.0, 10.0)
+    _write_record(results, "a", "sf2", "rf50", 1, 200.0, 10.0)
+    for r in (0, 1):
+        _archive_record(results, archive, f"runs/a/sf2/rf50/repeat-{r}.json")
+    assert row(make_plan(plan, results=results)).source == "model"
+    archived = row(make_plan(plan, results=results, archive=archive))
+    assert (archived.source, archived.n_records) == ("recorded", 2)
+    assert archived.wall_s == pytest.approx(R.STARTUP_S + 160.0)
+    _write_record(results, "a", "sf2", "rf50", 1, 40.0, 0.0)  # repeat 1 again, under results/
+    both = row(make_plan(plan, results=results, archive=archive))
+    assert both.n_records == 2 and both.wall_s == pytest.approx(R.STARTUP_S + (110.0 + 40.0) / 2)
+    # other experiments' archived records calibrate too; records of datasets the plan does not run are not read
+    _write_record(results, "zzz", "linnerud", "et", 0, 40.0, 0.0, like=("b", "et"))
+    _archive_record(results, archive, "runs/zzz/linnerud/et/repeat-0.json")
+    (archive / "zzz" / "runs" / "unplanned" / "x").mkdir(parents=True)
+    (archive / "zzz" / "runs" / "unplanned" / "x" / "repeat-0.json.gz").write_bytes(b"not gzip")
+    report = make_plan(plan, results=results, archive=archive)
+    elsewhere = next(v for v in report.variants if (v.experiment, v.variant) == ("b", "et"))
+    assert (elsewhere.source, elsewhere.wall_s) == ("recorded-elsewhere", pytest.approx(R.STARTUP_S + 40.0))
+    # a broken archived record of a planned dataset is named
+    (archive / "zzz" / "runs" / "sf2" / "x").mkdir(parents=True)
+    (archive / "zzz" / "runs" / "sf2" / "x" / "repeat-0.json.gz").write_bytes(b"not gzip")
+    with pytest.raises(DataError, match="zzz/runs/sf2/x/repeat-0.json.gz"):
+        make_plan(plan, results=results, archive=archive)
+
+
+def test_the_first_variants_of_a_sweep_scale_the_model_for_the_rest(tmp_path):
+    # records of the 1000-tree forest on sf2 that took 0.4 x the model: the larger forests, which no record
+    # matches, are charged the model x 0.4 (same method and dataset); on linnerud, and for the other method, the
+    # model stands. The requests do not change: the rules read a variant's own records only
+    from forestbench.workflow.plan import MIN_SCALING_S
+
+    sizes = [1000, 2000, 4000, 8000]
+    plan = Plan(_config(experiments={
+        "a": {"datasets": ["linnerud", "sf2"], "protocol": "demo", "metrics": ["macro_r2"],
+              "methods": [{"name": "rf{n_estimators}", "method": "sklearn_random_forest",
+                           "grid": {"n_estimators": sizes}}]},
+        "b": {"datasets": ["sf2"], "protocol": "demo", "metrics": ["macro_r2"],
+              "methods": [{"name": "et", "method": "sklearn_extra_trees", "params": {"n_estimators": 1000}}]}}),
+        source="test", schema_dir=REPO / "workflow" / "schemas")
+    rows_of = lambda results: {(v.experiment, v.dataset, v.variant): v  # noqa: E731
+                               for v in make_plan(plan, results=results).variants}
+    bare = rows_of(tmp_path / "none")
+    model = {key: v.wall_s - R.STARTUP_S for key, v in bare.items()}
+    assert model[("a", "sf2", "rf1000")] >= MIN_SCALING_S   # a ratio the scaling reads
+
+    _write_record(tmp_path / "one", "a", "sf2", "rf1000", 0, 0.3 * model[("a", "sf2", "rf1000")],
+                  0.1 * model[("a", "sf2", "rf1000")], plan=plan)
+    rows = rows_of(tmp_path / "one")
+    assert rows[("a", "sf2", "rf1000")].source == "recorded"
+    for size in sizes[1:]:
+        key = ("a", "sf2", f"rf{size}")
+        assert (rows[key].source, rows[key].n_records, rows[key].scale) == ("model-scaled", 1, pytest.approx(0.4))
+        assert rows[key].wall_s == pytest.approx(R.STARTUP_S + 0.4 * model[key])
+        assert (rows[key].runtime_min, rows[key].mem_mb) == (bare[key].runtime_min, bare[key].mem_mb)
+    for key in [("a", "linnerud", f"rf{size}") for size in sizes] + [("b", "sf2", "et")]:
+        assert rows[key].source == "model" and rows[key].wall_s == pytest.approx(bare[key].wall_s)
+
+    # several recorded variants: the median of their ratios (0.4, 2.0 and 1.0)
+    for size, ratio in ((1000, 0.4), (2000, 2.0), (4000, 1.0)):
+        _write_record(tmp_path / "three", "a", "sf2", f"rf{size}", 0, ratio * model[("a", "sf2", f"rf{size}")],
+                      0.0, plan=plan)
+    report = make_plan(plan, results=tmp_path / "three")
+    last = next(v for v in report.variants if (v.dataset, v.variant) == ("sf2", "rf8000"))
+    assert (last.source, last.n_records, last.scale) == ("model-scaled", 3, pytest.approx(1.0))
+    summary = {s.experiment: s for s in summarize(report)}["a"]
+    assert (summary.recorded_jobs, summary.scaled_jobs) == (3 * 3, 3)
+
+    # a variant the model charges under MIN_SCALING_S of compute (start-up and timer noise) scales nothing
+    tiny = _plan()
+    _write_record(tmp_path / "tiny", "a", "sf2", "rf5", 0, 500.0, 0.0)
+    rf50 = next(v for v in make_plan(tiny, results=tmp_path / "tiny").variants
+                if (v.dataset, v.variant) == ("sf2", "rf50"))
+    assert rf50.source == "model"
 
 
 def test_the_fit_time_request_covers_the_estimate_times_the_margin(tmp_path):

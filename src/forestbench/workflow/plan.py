@@ -12,12 +12,16 @@ of N, the fits of an experiment travel in ceil(fits / N) SLURM jobs, and so do i
 Core-hours of a job are ``threads x wall``; the wall time of a (experiment, dataset, variant) comes from, in order:
 
 1. ``recorded``: the mean ``(fit_cpu_s + predict_cpu_s) / threads`` of its own run records under ``--results``
-   (what the fit takes on cores of its own: a record made on a loaded machine has a longer wall time, not more CPU;
-   ``fit_wall_s + predict_wall_s`` for a record without CPU times), plus the job start-up (``resources.STARTUP_S``);
+   and in the results archive ``--archive`` (the repository's ``archive/`` by default: a fresh clone plans from
+   what the archived runs measured) (what the fit takes on cores of its own: a record made on a loaded machine has
+   a longer wall time, not more CPU; ``fit_wall_s + predict_wall_s`` for a record without CPU times), plus the job
+   start-up (``resources.STARTUP_S``);
 2. ``recorded-elsewhere``: the same from records of other experiments or variant names;
 3. ``model``: the method's cost hook (``forestbench.workflow.methods``, ``forestbench.workflow.resources``) on the
    registry shape, with the protocol's training rows in place of the whole ``n`` (``training_shape``), and the
-   variant's parameters.
+   variant's parameters;
+4. ``model-scaled``: the model, times the median ratio recorded / model of the variants of the same method,
+   dataset and threads that 1-2 estimate (``scale_model_estimates``): the first folds of a sweep size the rest.
 
 A record counts only when its method, parameters, threads and tuning specification (``cost_signature``) and its
 training rows (``rows_match``) are the planned fit's: a demo's 10-tree records do not stand for a 150-tree forest.
@@ -45,8 +49,10 @@ Snakemake merges them); without ``--configfile`` the default is planned.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
+import statistics
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -89,7 +95,7 @@ class VariantEstimate:
     fits: int  # jobs of this row: fit runs, or candidate-chunk jobs of a "(tuning)" row
     threads: int
     wall_s: float  # per job, start-up included
-    source: str  # recorded | recorded-elsewhere | model
+    source: str  # recorded | recorded-elsewhere | model | model-scaled
     n_records: int
     mem_mb: int  # request of attempt 1, capped at the partition limits
     runtime_min: int  # request of attempt 1, capped at the partition limits
@@ -97,6 +103,9 @@ class VariantEstimate:
     over: list[str] = field(default_factory=list)  # what the uncapped request of attempt 1 asked beyond the limits
     ignored_records: int = 0  # records of this (experiment, dataset, variant) whose parameters differ from the plan's
     default_cost: bool = False  # its method registers no cost hook (``resources.default_cost``)
+    method: str = ""
+    model_wall_s: float = float("nan")  # the cost model's wall per job, start-up included, whatever the source
+    scale: float | None = None  # source "model-scaled": the factor applied to the model (scale_model_estimates)
 
     @property
     def core_hours(self) -> float:
@@ -122,6 +131,7 @@ class ExperimentSummary:
     max_runtime_min: int
     recorded_jobs: int  # jobs whose estimate comes from run records
     exclusive: bool  # a timing experiment: its SLURM jobs ask for whole nodes
+    scaled_jobs: int = 0  # jobs estimated by the model scaled by other variants' records (scale_model_estimates)
 
     @property
     def core_hours(self) -> float:
@@ -193,6 +203,7 @@ class TimedRecord:
     busy_s: float = float("nan")
     # the fit process's peak resident memory (``peak_rss_mb``, MB); None when the record lacks it
     peak_mb: float | None = None
+    archived: bool = False  # read from the repository's archive rather than from --results
 
 
 class RecordedFit(NamedTuple):
@@ -214,9 +225,9 @@ def cost_signature(method, params, threads, tune) -> str | None:
     return json.dumps(json.loads(json.dumps(doc, sort_keys=True, default=str)), sort_keys=True)
 
 
-def _timed_record(path: Path) -> TimedRecord:
+def _timed_record(path: Path, archived: bool = False) -> TimedRecord:
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
         key = (str(record["experiment"]), str(record["dataset"]), str(record["variant"]))
         wall = float(record["fit_wall_s"]) + float(record.get("predict_wall_s") or 0.0)
     except (OSError, ValueError) as exc:
@@ -232,7 +243,7 @@ def _timed_record(path: Path) -> TimedRecord:
     n_train = record.get("n_train")
     return TimedRecord(str(path), *key, wall, signature,
                        int(n_train) if isinstance(n_train, int) and not isinstance(n_train, bool) else None,
-                       spec.get("protocol"), _busy_seconds(record, spec, wall), _peak_mb(record))
+                       spec.get("protocol"), _busy_seconds(record, spec, wall), _peak_mb(record), archived)
 
 
 def _peak_mb(record: dict) -> float | None:
@@ -251,14 +262,36 @@ def _busy_seconds(record: dict, spec: dict, wall: float) -> float:
     return cpu / threads if math.isfinite(cpu) and cpu >= 0 else wall
 
 
-def read_timings(results: str | Path) -> list[TimedRecord]:
-    """The run records under ``results/runs``; a record that is not valid JSON or lacks the timing fields is an
-    error naming the file."""
+def read_timings(results: str | Path, archive: str | Path | None = None,
+                 datasets: set[str] | None = None) -> list[TimedRecord]:
+    """The run records under ``results/runs``, then those of the results archive ``archive`` (when given and
+    present) that ``results`` does not hold itself; only those of ``datasets`` when given. A record that is not
+    valid JSON or lacks the timing fields is an error naming the file.
+
+    The archive (``forestbench.archive``, a later layer, which this module does not import) keeps each run record
+    gzip-compressed at ``<archive>/<experiment>/runs/<dataset>/<variant>/<name>.json.gz``, the exact bytes of
+    ``results/runs/<experiment>/<dataset>/<variant>/<name>.json``: a record restored into ``results`` and still in
+    the archive is counted once."""
+    def wanted(dataset: str) -> bool:
+        return datasets is None or dataset in datasets
+
+    out, seen = [], set()
     root = Path(results) / "runs"
-    if not root.is_dir():
-        return []
-    # a name starting with "." is a temporary file of a record being written (or of a killed job)
-    return [_timed_record(path) for path in sorted(root.rglob("*.json")) if not path.name.startswith(".")]
+    if root.is_dir():
+        # a name starting with "." is a temporary file of a record being written (or of a killed job)
+        for path in sorted(root.rglob("*.json")):
+            parts = path.relative_to(root).parts
+            if path.name.startswith(".") or (len(parts) == 4 and not wanted(parts[1])):
+                continue
+            out.append(_timed_record(path))
+            seen.add(parts)
+    root = Path(archive) if archive else None
+    if root is not None and root.is_dir():
+        for path in sorted(root.glob("*/runs/*/*/*.json.gz")):
+            experiment, _, dataset, variant, name = path.relative_to(root).parts
+            if wanted(dataset) and (experiment, dataset, variant, name[:-len(".gz")]) not in seen:
+                out.append(_timed_record(path, archived=True))
+    return out
 
 
 def read_own_timings(results: str | Path, experiment: str, dataset: str, variant: str) -> list[TimedRecord]:
@@ -550,10 +583,11 @@ def _raw_file_count(name: str, entry: dict) -> int:
 
 
 def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk: int | None = None,
-              limits: res.Limits | None = None) -> PlanReport:
+              limits: res.Limits | None = None, archive: str | Path | None = None) -> PlanReport:
     """Count jobs and estimate core-hours for an expanded ``forestbench.workflow.experiments.Plan``. ``chunk`` and
     ``tune_chunk`` (default ``chunk``) are the profile's ``group-components`` of the fit and tune groups, for the
-    SLURM job counts; ``limits`` the partition limits (default ``resources.limits_from_env()``)."""
+    SLURM job counts; ``limits`` the partition limits (default ``resources.limits_from_env()``); ``archive`` a
+    results archive whose run records calibrate alongside those under ``results`` (``read_timings``)."""
     from forestbench.datasets.registry import get_entry
     from forestbench.workflow.methods import get_method
 
@@ -562,7 +596,8 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
         if not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be >= 1 (an integer: jobs per SLURM job), got {value!r}")
     limits = limits or res.limits_from_env()
-    records = read_timings(results)
+    records = read_timings(results, archive, {d for exp in plan.experiments.values() if exp.jobs()
+                                              for d in exp.datasets})
     by_dataset: dict[str, list[TimedRecord]] = defaultdict(list)
     for record in records:
         by_dataset[record.dataset].append(record)
@@ -611,7 +646,8 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                 capped = limits.cap(req)
                 variants.append(VariantEstimate(name, dataset, variant.name, fits, exp.threads, wall, source,
                                                 n_rec, capped["mem_mb"], capped["runtime"], "fit",
-                                                limits.exceeded(req), ignored, no_hook))
+                                                limits.exceeded(req), ignored, no_hook, variant.method,
+                                                res.cost_job_seconds(final, threads=exp.threads)))
                 if variant.tune and variant.tune["budget"]:
                     jobs["budget"] += 1
                     budget_s += res.cost_job_seconds(budget_cost(exp, variant, fit_shape, sparse, entry.get("task")),
@@ -648,6 +684,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
         timing[name] = bool(exp.config.get("timing"))
         jobs["collect"] += 1
         jobs["report_experiment"] += 1
+    scale_model_estimates(variants)
     jobs["report_index"] = 1
     jobs["fetch"] = sum(_raw_file_count(dataset, get_entry(plan.registry, dataset)) for dataset in datasets)
     jobs["prepare"] = len(datasets)
@@ -657,6 +694,38 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
     other = (sum(jobs.values()) - jobs["fit"] - jobs["tune"] - jobs["budget"]) * res.STARTUP_S / 3600.0
     return PlanReport(jobs, slurm_jobs, chunk, variants, other, tune_chunk, limits, experiment_jobs, timing,
                       budget_s / 3600.0)
+
+
+#: a variant's recorded / model ratio scales the model only when the model charges it at least this many seconds
+#: of compute: below, the estimate is start-up and timer noise, and its ratio says nothing of the others'
+MIN_SCALING_S = 1.0
+
+
+def scale_model_estimates(variants: list[VariantEstimate]) -> None:
+    """Correct the model where records show it is off: per (dataset, method, threads), each fit row estimated from
+    records gives the ratio of its recorded compute seconds to the model's (start-up aside); the fit rows of that
+    group left to the model are charged the model times the median of those ratios (source ``model-scaled``);
+    a ratio counts when the model charges its variant at least ``MIN_SCALING_S`` of compute.
+    The cost hooks are calibrated on a few datasets; on another one a method's hook tends to be off by a similar
+    factor for all its parameter settings (measured on delicious, thesis Fig 5.4: the Gaussian forests' records
+    took 0.37 x the model at q = 1 and 0.52 x at q = 983), so the first variants that ran size the rest. Only the
+    core-hour estimate changes: the rules' time and memory requests follow the model and each variant's own
+    records (``recorded_fit``), not another variant's."""
+    groups: dict[tuple, list[VariantEstimate]] = defaultdict(list)
+    for v in variants:
+        if v.rule == "fit" and v.method and not v.default_cost:
+            groups[(v.dataset, v.method, v.threads)].append(v)
+    for rows in groups.values():
+        ratios = [(v.wall_s - res.STARTUP_S) / (v.model_wall_s - res.STARTUP_S) for v in rows
+                  if v.source != "model" and v.model_wall_s - res.STARTUP_S >= MIN_SCALING_S
+                  and v.wall_s >= res.STARTUP_S]
+        if not ratios:
+            continue
+        factor = statistics.median(ratios)
+        for v in rows:
+            if v.source == "model":
+                v.wall_s = res.STARTUP_S + factor * (v.model_wall_s - res.STARTUP_S)
+                v.source, v.scale, v.n_records = "model-scaled", factor, len(ratios)
 
 
 def chunk_for(walls: list[tuple[int, int, float, int]], target_minutes: float, cores: int,
@@ -698,7 +767,8 @@ def summarize(report: PlanReport, target_minutes: float = 30.0, cores: int = 4) 
             sum(v.core_hours for v in mine if v.rule == "fit"), sum(v.core_hours for v in mine if v.rule == "tune"),
             chunks["fit"], chunks["tune"], max((v.mem_mb for v in mine), default=0),
             max((v.runtime_min for v in mine), default=0),
-            sum(v.fits for v in mine if v.source != "model"), report.timing.get(name, False)))
+            sum(v.fits for v in mine if v.source.startswith("recorded")), report.timing.get(name, False),
+            sum(v.fits for v in mine if v.source == "model-scaled")))
     return out
 
 
@@ -767,7 +837,8 @@ def format_report(report: PlanReport, target_minutes: float = 30.0, cores: int =
              f"{'SLURM':>6} {'max mem':>9} {'max time':>9}  estimated from"]
     for s in summaries:
         jobs = s.fits + s.tune_jobs
-        calibrated = "model" if not s.recorded_jobs else f"records {100.0 * s.recorded_jobs / jobs:.0f}%"
+        calibrated = ", ".join(f"{what} {100.0 * n / jobs:.0f}%" for what, n in
+                               (("records", s.recorded_jobs), ("scaled model", s.scaled_jobs)) if n) or "model"
         lines.append(f"  {s.experiment:<32} {s.fits:>6} {s.tune_jobs:>6} {s.core_hours:>9.1f} {s.fit_chunk:>7} "
                      f"{(s.tune_chunk if s.tune_jobs else '-'):>8} {s.slurm_jobs:>6} {gb(s.max_mem_mb):>9} "
                      f"{_duration(s.max_runtime_min * 60.0):>9}  {calibrated}"
@@ -790,11 +861,13 @@ def format_report(report: PlanReport, target_minutes: float = 30.0, cores: int =
                  f"{report.other_core_hours:.2f}); jobs estimated from "
                  + ", ".join(f"{k}: {n}" for k, n in sorted(sources.items())) + ".")
     lines.append("  model: each method's cost hook (forestbench.workflow.resources, forestbench/workflow/methods/*.py) "
-                 f"plus {res.STARTUP_S:g} s of start-up per job; run records replace it where their method, "
-                 "parameters, threads, tuning and training rows match the plan's.")
+                 f"plus {res.STARTUP_S:g} s of start-up per job; run records (under --results, then in --archive) "
+                 "replace it where their method, parameters, threads, tuning and training rows match the plan's; "
+                 "model-scaled: the model times the median ratio recorded / model of the same method's other "
+                 "variants on the dataset.")
     ignored = sum(v.ignored_records for v in report.variants)
     if ignored:
-        lines.append(f"  {ignored} run record(s) under results/runs were not used: their parameters or rows differ "
+        lines.append(f"  {ignored} run record(s) of planned variants were not used: their parameters or rows differ "
                      "from the configuration's (see --verbose).")
     lines.append("")
     runs = suggested_runs(summaries)
@@ -834,7 +907,9 @@ def format_report(report: PlanReport, target_minutes: float = 30.0, cores: int =
             what = "candidates" if v.rule == "tune" else "runs"
             lines.append(f"  {v.experiment:<22} {v.dataset:<20} {v.variant:<24} {v.fits:>5} {v.threads:>3} "
                          f"{_duration(v.wall_s):>10} {v.core_hours:>9.3f} {v.mem_mb:>7} {v.runtime_min:>5}m  "
-                         f"{v.source}" + (f" ({v.n_records} {what})" if v.n_records else "")
+                         f"{v.source}" + (f" (x{v.scale:.2f}, median of {v.n_records} recorded variant(s))"
+                                          if v.scale is not None else f" ({v.n_records} {what})" if v.n_records
+                                          else "")
                          + (f", {v.ignored_records} record(s) not matching" if v.ignored_records else ""))
     else:
         lines.append("Per-variant estimates: --verbose (or --json).")
@@ -859,7 +934,8 @@ def _run(args) -> int:
     limits = res.Limits(
         mem_mb=int(round(args.max_mem_gb * 1024)) if args.max_mem_gb is not None else env.mem_mb,
         runtime_min=int(round(args.max_hours * 60)) if args.max_hours is not None else env.runtime_min)
-    report = make_plan(plan, results=args.results, chunk=args.chunk, tune_chunk=args.tune_chunk, limits=limits)
+    report = make_plan(plan, results=args.results, chunk=args.chunk, tune_chunk=args.tune_chunk, limits=limits,
+                       archive=None if args.no_archive else args.archive)
     if args.json:
         print(json.dumps(report.to_dict(args.target_minutes, args.cores), indent=2, sort_keys=True))
     else:
@@ -892,6 +968,11 @@ def register(subparsers) -> None:
     p.add_argument("--config", action="append", nargs="+", default=[], metavar="KEY=VALUE",
                    help="override configuration keys as `snakemake --config` does, e.g. 'select={available: true}'")
     p.add_argument("--results", default="results", help="where earlier run records are (results/runs/...)")
+    p.add_argument("--archive", default="archive",
+                   help="a results archive whose run records also calibrate the estimate, where --results holds "
+                        "none of the same name (default archive, the repository's; skipped when absent)")
+    p.add_argument("--no-archive", action="store_true",
+                   help="estimate from --results and the cost model alone")
     p.add_argument("--chunk", type=_positive(int), default=8,
                    help="fit runs per SLURM job to count SLURM jobs with (the profile's fit_{experiment}=N; default 8)")
     p.add_argument("--tune-chunk", type=_positive(int), default=None,
