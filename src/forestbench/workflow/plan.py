@@ -114,7 +114,8 @@ class VariantEstimate:
     @property
     def short(self) -> bool:
         """Whether the time request is below the estimate x ``RUNTIME_MARGIN`` (a partition cap, or an estimate
-        from other experiments' records that the rule does not read)."""
+        from other experiments' or variants' records that the rule does not read: recorded-elsewhere,
+        model-scaled)."""
         return self.runtime_min * 60.0 < res.RUNTIME_MARGIN * self.wall_s - 60.0
 
 
