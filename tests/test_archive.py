@@ -499,6 +499,21 @@ def test_report_rebuilds_tables_and_reports_from_the_archive_alone(setup):
     assert sorted(repro["status"]) == ["OUT OF TOLERANCE", "ok"]
 
 
+def test_report_and_readme_name_a_damaged_archived_record_and_write_nothing(setup, capsys):
+    # the tables are read from the compressed records in place: a damaged one is named, with what to do, and no
+    # report or README table is written from the rest
+    tmp, configfile, plan, results, files = setup
+    archive.add(results, tmp / "archive", plan)
+    damaged = tmp / "archive/tiny/runs/linnerud/rf/repeat-0.json.gz"
+    damaged.write_bytes(damaged.read_bytes()[:20])
+    ref = write_reference(tmp)
+    rc = main(["archive", "report", "--archive", str(tmp / "archive"), "--configfile", str(configfile),
+               "--reference-dir", str(ref), "--out", str(tmp / "out")])
+    err = capsys.readouterr().err
+    assert rc != 0 and "repeat-0.json.gz" in err and "git checkout" in err
+    assert not (tmp / "out/tiny/scores.csv").exists() and not (tmp / "out/report").exists()
+
+
 def _csv(frame, path):
     frame.to_csv(path, index=False)
     return path

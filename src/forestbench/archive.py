@@ -668,24 +668,20 @@ def import_scores(scores_csv: Path, archive: Path, plan, experiment: str, note: 
 
 
 # ------------------------------------------------------------------------------------------------------ tables
-def collected(archive: Path, experiment: str, workdir: Path, max_repeats: int | None = None):
-    """The experiment's scores and selection tables from its archived records (``forestbench.workflow.collect``, on the
-    records written out under ``workdir``) and its imported scores table; a record replaces the imported rows of
-    its (dataset, variant, repeat). ``max_repeats`` (the experiment's) caps the repeats a complete cell has."""
+def collected(archive: Path, experiment: str, max_repeats: int | None = None, with_selection: bool = True):
+    """The experiment's scores and selection tables from its archived records (``forestbench.workflow.collect``, which
+    reads them compressed as they are) and its imported scores table; a record replaces the imported rows of
+    its (dataset, variant, repeat). ``max_repeats`` (the experiment's) caps the repeats a complete cell has.
+    ``with_selection=False``: the selection table is left empty (the verdicts read the scores alone, and the
+    candidates' validation curves of the tuned experiments are most of the work)."""
     import pandas as pd
 
     from forestbench.workflow.collect import COLUMNS, REQUIRED_COLUMNS, collect, collect_selection
 
-    archive, workdir = Path(archive), Path(workdir)
-    paths = []
-    for arch in sorted((archive / experiment / "runs").glob("*/*/repeat-*.json.gz")):
-        rel = _results_name(arch.relative_to(archive).as_posix())
-        path = workdir / "results" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(read_archived(arch))
-        paths.append(path)
+    archive = Path(archive)
+    paths = sorted((archive / experiment / "runs").glob("*/*/repeat-*.json.gz"))
     scores = collect(paths, experiment=experiment, max_repeats=max_repeats)
-    selection = collect_selection(paths)
+    selection = collect_selection(paths if with_selection else [])
     imported = archive / experiment / IMPORTED / "scores.csv"
     if imported.exists():
         extra = pd.read_csv(imported)
@@ -704,24 +700,27 @@ def collected(archive: Path, experiment: str, workdir: Path, max_repeats: int | 
             scores = frame[COLUMNS + params].sort_values(["dataset", "variant", "repeat", "metric", "step"],
                                                          na_position="first", kind="stable").reset_index(drop=True)
         sel = archive / experiment / IMPORTED / "selection.csv"
-        if sel.exists():
+        if with_selection and sel.exists():
             selection = pd.concat([selection, pd.read_csv(sel)], ignore_index=True)
     return scores, selection
 
 
-def _write_tables(archive: Path, experiment: str, out_dir: Path, max_repeats: int | None = None
-                  ) -> tuple[Path, Path, int]:
+def _write_tables(archive: Path, experiment: str, out_dir: Path, max_repeats: int | None = None,
+                  with_selection: bool = True) -> tuple[Path, Path | None, int]:
+    """``out_dir``/scores.csv and, ``with_selection``, ``out_dir``/selection.csv (else None) of an archived
+    experiment, and its number of run records."""
     from forestbench.workflow.collect import write_scores
 
-    with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
-        scores, selection = collected(archive, experiment, Path(tmp), max_repeats)
-        n_records = len(list((archive / experiment / "runs").glob("*/*/repeat-*.json.gz")))
+    scores, selection = collected(archive, experiment, max_repeats, with_selection)
+    n_records = len(list((archive / experiment / "runs").glob("*/*/repeat-*.json.gz")))
     imported = archive / experiment / IMPORTED / "scores.csv"
     scores_csv, selection_csv = out_dir / "scores.csv", out_dir / "selection.csv"
     if n_records == 0 and imported.exists():
         _write_bytes(scores_csv, imported.read_bytes())     # exactly the imported table
     else:
         write_scores(scores, scores_csv)
+    if not with_selection:
+        return scores_csv, None, n_records
     write_scores(selection, selection_csv)
     return scores_csv, selection_csv, n_records
 
@@ -884,7 +883,7 @@ def summary_rows(archive: Path, experiments_cfg: dict, reference_dir: Path, conf
             cfg = experiments_cfg[name]
             with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
                 scores_csv, _, n_records = _write_tables(archive, name, Path(tmp) / "tables",
-                                                         cfg.get("max_repeats"))
+                                                         cfg.get("max_repeats"), with_selection=False)
                 scores = load_scores(scores_csv, name)
             cache[name] = (n_records, [(ref_cfg, compare_any(scores, ref_cfg, reference_dir, name,
                                                              cfg.get("datasets")))
@@ -951,7 +950,8 @@ def claim_rows(archive: Path, experiments_cfg: dict, reference_dir: Path) -> lis
         if not sweeps:
             continue
         with tempfile.TemporaryDirectory(prefix="forestbench-archive-") as tmp:
-            scores_csv, _, _ = _write_tables(archive, name, Path(tmp), cfg.get("max_repeats"))
+            scores_csv, _, _ = _write_tables(archive, name, Path(tmp), cfg.get("max_repeats"),
+                                             with_selection=False)
             claims = experiment_claims(scores_csv, name, cfg, reference_dir)
         for claim in CLAIM_TEXT:
             verdicts = [c["verdict"] for c in claims if c["claim"] == claim]

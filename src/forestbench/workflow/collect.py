@@ -16,6 +16,7 @@ table and named, with the reason, in the collect log; the report then lists thei
 """
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -37,10 +38,16 @@ REQUIRED_COLUMNS = [c for c in COLUMNS if c not in ADDED_COLUMNS]
 
 
 def read_record(path: str | Path) -> dict:
+    """A run record; a ``.gz`` one is read as the archive keeps it (gzip-compressed, ``forestbench.archive``)."""
+    path = Path(path)
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise DataError(f"run record {path} is unreadable ({exc}); delete it and rerun its job") from exc
+        if path.suffix == ".gz":
+            return json.loads(gzip.decompress(path.read_bytes()))
+        return json.loads(path.read_text())
+    except (OSError, EOFError, ValueError) as exc:   # gzip.BadGzipFile is an OSError
+        advice = ("restore it from git (git checkout -- <file>) or delete it and refit its run" if path.suffix == ".gz"
+                  else "delete it and rerun its job")
+        raise DataError(f"run record {path} is unreadable ({exc}); {advice}") from exc
 
 
 def _param(value):
