@@ -550,6 +550,70 @@ def test_scored_candidates_of_a_budgeted_grid_give_the_chunk_estimate_directly(t
     assert after.wall_s - R.STARTUP_S == pytest.approx(2 * (0.30 + 0.50) / 2 + 2 * scoring)
 
 
+def test_candidates_held_by_chunk_files_calibrate_too(tmp_path):
+    # a resumed run restores the chunk files of its unfinished splits without their candidate files: the candidates
+    # those chunks hold calibrate as the cache's do, each fingerprint once
+    plan = Plan(_tuned_config(), source="test", schema_dir=REPO / "workflow" / "schemas")
+    row = lambda report: next(v for v in report.variants if v.variant == "gb (tuning)")  # noqa: E731
+    small, large = {"learning_rate": 0.1, "max_leaf_nodes": 2}, {"learning_rate": 0.5, "max_leaf_nodes": 8}
+    cached = tmp_path / "cached"
+    _write_candidate(cached, "fa", small, 0.3)
+    _write_candidate(cached, "fb", large, 0.9)
+    expected = row(make_plan(plan, results=cached))
+    assert (expected.source, expected.n_records) == ("recorded", 2)
+
+    chunked = tmp_path / "chunked"
+    _write_candidate(chunked, "fa", small, 0.3)
+    chunk = chunked / "tuning" / "g" / "linnerud" / "gb" / "repeat-0" / "chunk-0.json"
+    chunk.parent.mkdir(parents=True)
+    chunk.write_text(json.dumps({"chunk": 0, "results": [
+        {"fingerprint": "fa", "params": small, "fit_seconds": 0.3, "score": 0.5},      # also in the cache
+        {"fingerprint": "fb", "params": large, "fit_seconds": 0.9, "score": 0.4}]}))
+    got = row(make_plan(plan, results=chunked))
+    assert (got.source, got.n_records) == ("recorded", 2)
+    assert got.wall_s == pytest.approx(expected.wall_s)
+    chunk.write_text("{not json")
+    with pytest.raises(DataError, match="chunk-0.json"):
+        make_plan(plan, results=chunked)
+
+
+def test_a_tuned_variants_scored_candidates_scale_the_model_for_its_siblings(tmp_path):
+    # two tuned variants of one method on one dataset: the chunks of the one whose candidates ran 2x the model are
+    # charged so, and so are the other's, which has none yet (model-scaled)
+    from forestbench.workflow.methods import get_method
+
+    config = _tuned_config()
+    method = config["experiments"]["g"]["methods"][0]
+    config["experiments"]["g"]["datasets"] = ["sf2"]
+    config["experiments"]["g"]["methods"] = [dict(method, params={"n_estimators": 20000}),
+                                             dict(method, name="gb-half", params={"n_estimators": 20000,
+                                                                                  "max_features": 0.5})]
+    plan = Plan(config, source="test", schema_dir=REPO / "workflow" / "schemas")
+    rows = lambda results: {v.variant: v for v in make_plan(plan, results=results).variants}  # noqa: E731
+    bare = rows(tmp_path / "none")
+    assert {v.source for v in bare.values()} == {"model"}
+    shape = plan.registry["sf2"]["shape"]
+    from forestbench.workflow.plan import MIN_SCALING_S, training_shape
+
+    n = training_shape(shape, plan.protocol_spec("sf2", "demo"))["n"]
+    model = lambda params: get_method("gbmort").cost_of(  # noqa: E731
+        int(n * 0.8), shape["p"], shape["d"], {"n_estimators": 20000, **params}).fit_seconds
+    assert bare["gb (tuning)"].model_wall_s - R.STARTUP_S >= MIN_SCALING_S
+    folder = tmp_path / "one" / "tuning" / "g" / "sf2" / "gb" / "candidates"
+    folder.mkdir(parents=True)
+    for name, params in (("a", {"learning_rate": 0.1, "max_leaf_nodes": 2}),
+                         ("b", {"learning_rate": 0.5, "max_leaf_nodes": 8})):
+        (folder / f"{name}.json").write_text(json.dumps({"params": params, "fit_seconds": 2.0 * model(params)}))
+    got = rows(tmp_path / "one")
+    assert got["gb (tuning)"].source == "recorded"
+    ratio = (got["gb (tuning)"].wall_s - R.STARTUP_S) / (bare["gb (tuning)"].wall_s - R.STARTUP_S)
+    sibling = got["gb-half (tuning)"]
+    assert (sibling.source, sibling.scale) == ("model-scaled", pytest.approx(ratio))
+    assert sibling.wall_s - R.STARTUP_S == pytest.approx(ratio * (bare["gb-half (tuning)"].wall_s - R.STARTUP_S))
+    # the fit rows are another kind of job: no fit record, no scaling
+    assert got["gb"].source == got["gb-half"].source == "model"
+
+
 def test_a_broken_candidate_file_is_named(tmp_path):
     plan = Plan(_tuned_config(), source="test", schema_dir=REPO / "workflow" / "schemas")
     path = _write_candidate(tmp_path, "a", {"learning_rate": 0.1, "max_leaf_nodes": 2}, 1.0)

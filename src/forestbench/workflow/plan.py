@@ -533,16 +533,45 @@ def training_shape(shape: dict | None, protocol: dict) -> dict | None:
     return shape if rows is None else {**shape, "n": rows}
 
 
+def _scored_candidates(folder: Path):
+    """``(where, candidate document)`` of every candidate a tuned variant has scored: the files of its candidate cache
+    (``<folder>/candidates/<fingerprint>.json``), then those its chunk files hold (``<folder>/repeat-*/chunk-*.json``,
+    ``results``) that the cache does not: a resumed run restores the chunks of its unfinished splits without their
+    candidate files (``forestbench.archive``). Files being written (a leading ".") are skipped."""
+    seen = set()
+    for path in sorted((folder / "candidates").glob("*.json")):
+        if path.name.startswith("."):
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise DataError(f"tuning candidate {path} is unreadable ({exc}); delete it and rerun its chunk") from None
+        seen.add(doc.get("fingerprint", path.stem) if isinstance(doc, dict) else path.stem)
+        yield path, doc
+    for path in sorted(folder.glob("repeat-*/chunk-*.json")):
+        if path.name.startswith("."):
+            continue
+        try:
+            results = json.loads(path.read_text())["results"]
+            docs = [doc for doc in results if doc.get("fingerprint") not in seen]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise DataError(f"tuning chunk {path} is unreadable ({exc}); delete it and rerun its chunk") from None
+        for doc in docs:
+            seen.add(doc.get("fingerprint"))
+            yield path, doc
+
+
 def candidate_calibration(results: str | Path, experiment: str, dataset: str, variant, exp, shape: dict | None,
                           sparse: bool) -> tuple[float, int, float, float]:
     """``(measured / modelled fit seconds, number of candidates, measured fit seconds per candidate, modelled scoring
     seconds per candidate)`` over the candidates of a tuned variant already scored under
-    ``results/tuning/<experiment>/<dataset>/<variant>/candidates`` (every repeat); ``(1.0, 0, 0.0, 0.0)`` when none is.
-    A candidate file is the chunk job's cache: its ``params``, ``fit_seconds`` (summed over validation folds, the
-    fits only) and, when staged, the ``stages`` it scored, each charged ``resources.staged_score_seconds``."""
+    ``results/tuning/<experiment>/<dataset>/<variant>`` (every repeat: its candidate files and its chunk files,
+    ``_scored_candidates``); ``(1.0, 0, 0.0, 0.0)`` when none is. A candidate is the chunk job's record of it: its
+    ``params``, ``fit_seconds`` (summed over validation folds, the fits only) and, when staged, the ``stages`` it
+    scored, each charged ``resources.staged_score_seconds``."""
     from forestbench.workflow.methods import get_method
 
-    folder = Path(results) / "tuning" / experiment / dataset / variant.name / "candidates"
+    folder = Path(results) / "tuning" / experiment / dataset / variant.name
     if not folder.is_dir():
         return 1.0, 0, 0.0, 0.0
     method = get_method(variant.method)
@@ -552,17 +581,15 @@ def candidate_calibration(results: str | Path, experiment: str, dataset: str, va
     density = res.input_density(shape)
     measured = modelled = scoring = 0.0
     count = 0
-    for path in sorted(folder.glob("*.json")):
-        if path.name.startswith("."):  # a cache file being written
-            continue
+    for path, doc in _scored_candidates(folder):
         try:
-            doc = json.loads(path.read_text())
             seconds, params = float(doc["fit_seconds"]), dict(doc["params"])
             scored = len(doc.get("stages") or [])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise DataError(f"tuning candidate {path} is unreadable ({exc}); delete it and rerun its chunk") from None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise DataError(f"tuning candidate in {path} is unreadable ({exc}); delete it and rerun its chunk") \
+                from None
         if not (math.isfinite(seconds) and seconds >= 0.0):
-            raise DataError(f"tuning candidate {path}: fit_seconds = {seconds} is not a duration; delete it and "
+            raise DataError(f"tuning candidate in {path}: fit_seconds = {seconds} is not a duration; delete it and "
                             "rerun its chunk")
         model = folds * method.cost_of(n_fit, p, d, {**variant.params, **params}, sparse=sparse,
                                        density=density).fit_seconds
@@ -661,6 +688,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                                                                                  exp, fit_shape, sparse)
                     req = res.fit_requests(shape, variant.params, 1, cost=chunk_cost, threads=exp.threads,
                                            sparse=sparse)
+                    model_chunk_s = res.cost_job_seconds(chunk_cost, threads=exp.threads)
                     if n_done and variant.tune.get("budget"):
                         # a budget gives every candidate about the same time, measured by the budget job, which the
                         # model's cap does not know: the measured mean per candidate, times a chunk's candidates
@@ -676,7 +704,8 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                     variants.append(VariantEstimate(name, dataset, f"{variant.name} (tuning)", n_chunks,
                                                     exp.threads, res.cost_job_seconds(chunk_cost, threads=exp.threads),
                                                     "recorded" if n_done else "model", n_done, capped["mem_mb"],
-                                                    capped["runtime"], "tune", limits.exceeded(req), 0, no_hook))
+                                                    capped["runtime"], "tune", limits.exceeded(req), 0, no_hook,
+                                                    variant.method, model_chunk_s))
         jobs["fit"] += n_fits
         jobs["tune"] += n_tune
         slurm["fit"] += math.ceil(n_fits / chunk) if n_fits else 0
@@ -703,9 +732,10 @@ MIN_SCALING_S = 1.0
 
 
 def scale_model_estimates(variants: list[VariantEstimate]) -> None:
-    """Correct the model where records show it is off: per (dataset, method, threads), each fit row estimated from
-    records gives the ratio of its recorded compute seconds to the model's (start-up aside); the fit rows of that
-    group left to the model are charged the model times the median of those ratios (source ``model-scaled``);
+    """Correct the model where records show it is off: per (dataset, method, threads) and kind of row (fit jobs, or
+    candidate-chunk jobs calibrated by their scored candidates), each row estimated from records gives the ratio of
+    its recorded compute seconds to the model's (start-up aside); the rows of that group left to the model are
+    charged the model times the median of those ratios (source ``model-scaled``);
     a ratio counts when the model charges its variant at least ``MIN_SCALING_S`` of compute.
     The cost hooks are calibrated on a few datasets; on another one a method's hook tends to be off by a similar
     factor for all its parameter settings (measured on delicious, thesis Fig 5.4: the Gaussian forests' records
@@ -714,8 +744,8 @@ def scale_model_estimates(variants: list[VariantEstimate]) -> None:
     records (``recorded_fit``), not another variant's."""
     groups: dict[tuple, list[VariantEstimate]] = defaultdict(list)
     for v in variants:
-        if v.rule == "fit" and v.method and not v.default_cost:
-            groups[(v.dataset, v.method, v.threads)].append(v)
+        if v.method and not v.default_cost:
+            groups[(v.dataset, v.method, v.threads, v.rule)].append(v)
     for rows in groups.values():
         ratios = [(v.wall_s - res.STARTUP_S) / (v.model_wall_s - res.STARTUP_S) for v in rows
                   if v.source != "model" and v.model_wall_s - res.STARTUP_S >= MIN_SCALING_S
