@@ -614,6 +614,43 @@ def test_a_tuned_variants_scored_candidates_scale_the_model_for_its_siblings(tmp
     assert got["gb"].source == got["gb-half"].source == "model"
 
 
+def test_the_plan_counts_what_a_resumed_run_still_fits(tmp_path):
+    # fits: a matching record of the planned repeat under --results or in the archive is done; a record with other
+    # parameters is not. Tune chunks: all of a repeat whose record or selection exists, else its chunk files
+    # (results) and pending chunks (archive)
+    plan = _plan()
+    results, kept = tmp_path / "results", tmp_path / "archive"
+    _write_record(results, "a", "sf2", "rf50", 0, 10.0, 0.0)
+    _write_record(results, "a", "sf2", "rf50", 1, 10.0, 0.0)
+    _write_record(results, "a", "sf2", "rf50", 2, 10.0, 0.0)
+    _archive_record(results, kept, "runs/a/sf2/rf50/repeat-2.json")
+    _write_record(results, "a", "sf2", "rf5", 0, 10.0, 0.0, n_estimators=7)      # edited since: refitted
+    report = make_plan(plan, results=results, archive=kept)
+    rows = {(v.experiment, v.dataset, v.variant): v for v in report.variants}
+    assert rows[("a", "sf2", "rf50")].done == 3 and rows[("a", "sf2", "rf50")].remaining_core_hours == 0
+    assert rows[("a", "sf2", "rf5")].done == 0
+    summary = {s.experiment: s for s in summarize(report)}
+    assert summary["a"].remaining_jobs == 2 * (5 + 3) - 3
+    assert summary["a"].remaining_core_hours == pytest.approx(
+        sum(v.core_hours for v in report.variants if v.experiment == "a" and (v.dataset, v.variant) != ("sf2", "rf50")))
+    assert summary["b"].remaining_core_hours == pytest.approx(summary["b"].core_hours)
+
+    tuned = Plan(_tuned_config(tmp_chunk=2), source="test", schema_dir=REPO / "workflow" / "schemas")
+    results, kept = tmp_path / "t-results", tmp_path / "t-archive"
+    folder = results / "tuning" / "g" / "linnerud" / "gb"
+    for rel in ("repeat-0/chunk-0.json", "repeat-2/selected.json", "repeat-4/chunk-7.json"):   # chunk 7: none
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(json.dumps({"results": []}))
+    pending = kept / "g" / "tuning" / "linnerud" / "gb" / "repeat-1" / "pending" / "chunk-1.json.gz"
+    pending.parent.mkdir(parents=True)
+    pending.write_bytes(b"")
+    _write_record(results, "g", "linnerud", "gb", 3, 1.0, 0.0, plan=tuned)
+    rows = {v.variant: v for v in make_plan(tuned, results=results, archive=kept).variants}
+    assert tuned.experiments["g"].n_chunks(tuned.experiments["g"].variant("gb")) == 2
+    assert rows["gb (tuning)"].fits == 5 * 2 and rows["gb (tuning)"].done == 1 + 1 + 2 + 2
+    assert rows["gb"].done == 1
+
+
 def test_a_broken_candidate_file_is_named(tmp_path):
     plan = Plan(_tuned_config(), source="test", schema_dir=REPO / "workflow" / "schemas")
     path = _write_candidate(tmp_path, "a", {"learning_rate": 0.1, "max_leaf_nodes": 2}, 1.0)

@@ -106,6 +106,11 @@ class VariantEstimate:
     method: str = ""
     model_wall_s: float = float("nan")  # the cost model's wall per job, start-up included, whatever the source
     scale: float | None = None  # source "model-scaled": the factor applied to the model (scale_model_estimates)
+    done: int = 0  # jobs of this row already done (``done_fits``, ``done_chunks``): a resumed run skips them
+
+    @property
+    def remaining_core_hours(self) -> float:
+        return max(0, self.fits - self.done) * self.threads * self.wall_s / 3600.0
 
     @property
     def core_hours(self) -> float:
@@ -133,6 +138,8 @@ class ExperimentSummary:
     recorded_jobs: int  # jobs whose estimate comes from run records
     exclusive: bool  # a timing experiment: its SLURM jobs ask for whole nodes
     scaled_jobs: int = 0  # jobs estimated by the model scaled by other variants' records (scale_model_estimates)
+    remaining_jobs: int = 0  # fit and tune jobs not done yet (VariantEstimate.done)
+    remaining_core_hours: float = 0.0
 
     @property
     def core_hours(self) -> float:
@@ -660,7 +667,10 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                 final, chunk_cost = variant_cost(exp, variant, fit_shape, sparse, entry.get("task"))
                 # the requests' floors: what the fit took on the machine it ran on (wall) and its peak memory; the
                 # estimate of core-hours: what it would take alone (busy)
-                recorded = _recorded([r for r in matched if (r.experiment, r.variant) == (name, variant.name)])
+                # (the rules read --results alone: archived records floor nothing until restored)
+                recorded = _recorded([r for r in matched if (r.experiment, r.variant) == (name, variant.name)
+                                      and not r.archived])
+                finished = done_fits(matched, name, variant.name, fits)
                 if own:
                     wall, source, n_rec = res.STARTUP_S + sum(own) / len(own), "recorded", len(own)
                 elif other:
@@ -675,7 +685,8 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                 variants.append(VariantEstimate(name, dataset, variant.name, fits, exp.threads, wall, source,
                                                 n_rec, capped["mem_mb"], capped["runtime"], "fit",
                                                 limits.exceeded(req), ignored, no_hook, variant.method,
-                                                res.cost_job_seconds(final, threads=exp.threads)))
+                                                res.cost_job_seconds(final, threads=exp.threads),
+                                                done=len(finished)))
                 if variant.tune and variant.tune["budget"]:
                     jobs["budget"] += 1
                     budget_s += res.cost_job_seconds(budget_cost(exp, variant, fit_shape, sparse, entry.get("task")),
@@ -705,7 +716,9 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                                                     exp.threads, res.cost_job_seconds(chunk_cost, threads=exp.threads),
                                                     "recorded" if n_done else "model", n_done, capped["mem_mb"],
                                                     capped["runtime"], "tune", limits.exceeded(req), 0, no_hook,
-                                                    variant.method, model_chunk_s))
+                                                    variant.method, model_chunk_s,
+                                                    done=done_chunks(results, archive, name, dataset, variant.name,
+                                                                     fits, exp.n_chunks(variant), finished)))
         jobs["fit"] += n_fits
         jobs["tune"] += n_tune
         slurm["fit"] += math.ceil(n_fits / chunk) if n_fits else 0
@@ -729,6 +742,40 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
 #: a variant's recorded / model ratio scales the model only when the model charges it at least this many seconds
 #: of compute: below, the estimate is start-up and timer noise, and its ratio says nothing of the others'
 MIN_SCALING_S = 1.0
+
+
+def _repeat_of(record: TimedRecord) -> str:
+    """``repeat-<r>`` of a record's file (``.json`` under --results, ``.json.gz`` in the archive)."""
+    return Path(record.path).name.split(".", 1)[0]
+
+
+def done_fits(matched: list[TimedRecord], experiment: str, variant: str, fits: int) -> set[str]:
+    """The planned repeats (``repeat-<r>``, r < ``fits``) of a variant that already have a run record of their own
+    matching the plan (``matching``), under --results or in the archive: a run resumed after ``archive restore``
+    skips them."""
+    planned = {f"repeat-{r}" for r in range(fits)}
+    return {_repeat_of(r) for r in matched if (r.experiment, r.variant) == (experiment, variant)} & planned
+
+
+def done_chunks(results: str | Path, archive: str | Path | None, experiment: str, dataset: str, variant: str,
+                fits: int, n_chunks: int, finished: set[str]) -> int:
+    """Candidate-chunk jobs of a DAG-tuned variant that a resumed run skips: every chunk of a repeat whose run
+    record is done (``finished``) or whose selection file exists, else its chunk files under --results and its
+    pending chunks in the archive (``forestbench.archive`` keeps a split's chunks there until its record is)."""
+    tuning = Path(results) / "tuning" / experiment / dataset / variant
+    kept = Path(archive) / experiment / "tuning" / dataset / variant if archive else None
+    done = 0
+    for r in range(fits):
+        name = f"repeat-{r}"
+        if name in finished or (tuning / name / "selected.json").is_file() or (
+                kept is not None and (kept / name / "selected.json.gz").is_file()):
+            done += n_chunks
+            continue
+        chunks = {k for k in range(n_chunks) if (tuning / name / f"chunk-{k}.json").is_file()}
+        if kept is not None:
+            chunks |= {k for k in range(n_chunks) if (kept / name / "pending" / f"chunk-{k}.json.gz").is_file()}
+        done += len(chunks)
+    return done
 
 
 def scale_model_estimates(variants: list[VariantEstimate]) -> None:
@@ -799,7 +846,8 @@ def summarize(report: PlanReport, target_minutes: float = 30.0, cores: int = 4) 
             chunks["fit"], chunks["tune"], max((v.mem_mb for v in mine), default=0),
             max((v.runtime_min for v in mine), default=0),
             sum(v.fits for v in mine if v.source.startswith("recorded")), report.timing.get(name, False),
-            sum(v.fits for v in mine if v.source == "model-scaled")))
+            sum(v.fits for v in mine if v.source == "model-scaled"),
+            sum(max(0, v.fits - v.done) for v in mine), sum(v.remaining_core_hours for v in mine)))
     return out
 
 
@@ -864,18 +912,24 @@ def format_report(report: PlanReport, target_minutes: float = 30.0, cores: int =
              "",
              f"Per experiment (core-hours of its fit and tune jobs; chunk = jobs per SLURM job for ~{target_minutes:g}"
              f"-minute SLURM jobs on {cores} cores; largest request of attempt 1):",
-             f"  {'experiment':<32} {'fits':>6} {'tune':>6} {'core-h':>9} {'fit/job':>7} {'tune/job':>8} "
-             f"{'SLURM':>6} {'max mem':>9} {'max time':>9}  estimated from"]
+             f"  {'experiment':<32} {'fits':>6} {'tune':>6} {'core-h':>9} {'to run':>9} {'fit/job':>7} "
+             f"{'tune/job':>8} {'SLURM':>6} {'max mem':>9} {'max time':>9}  estimated from"]
     for s in summaries:
         jobs = s.fits + s.tune_jobs
         calibrated = ", ".join(f"{what} {100.0 * n / jobs:.0f}%" for what, n in
                                (("records", s.recorded_jobs), ("scaled model", s.scaled_jobs)) if n) or "model"
-        lines.append(f"  {s.experiment:<32} {s.fits:>6} {s.tune_jobs:>6} {s.core_hours:>9.1f} {s.fit_chunk:>7} "
+        lines.append(f"  {s.experiment:<32} {s.fits:>6} {s.tune_jobs:>6} {s.core_hours:>9.1f} "
+                     f"{s.remaining_core_hours:>9.1f} {s.fit_chunk:>7} "
                      f"{(s.tune_chunk if s.tune_jobs else '-'):>8} {s.slurm_jobs:>6} {gb(s.max_mem_mb):>9} "
                      f"{_duration(s.max_runtime_min * 60.0):>9}  {calibrated}"
                      + ("  (exclusive nodes)" if s.exclusive else ""))
     lines.append(f"  {'total':<32} {report.jobs['fit']:>6} {report.jobs['tune']:>6} "
-                 f"{sum(s.core_hours for s in summaries):>9.1f} {'':>7} {'':>8} {suggested:>6}")
+                 f"{sum(s.core_hours for s in summaries):>9.1f} "
+                 f"{sum(s.remaining_core_hours for s in summaries):>9.1f} {'':>7} {'':>8} {suggested:>6}")
+    lines.append(f"  to run: the fit and tune jobs without a matching run record, selection or chunk file under "
+                 f"--results or in --archive ({sum(s.remaining_jobs for s in summaries)} of "
+                 f"{report.jobs['fit'] + report.jobs['tune']}), what a run resumed after `archive restore` fits; "
+                 "core-h counts every job, as a fresh run fits them all.")
     lines.append("")
     lines.append("Jobs per rule: " + ", ".join(f"{rule} {report.jobs[rule]}" for rule in RULES)
                  + f" (total {sum(report.jobs.values())}).")
