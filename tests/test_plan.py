@@ -1,5 +1,6 @@
 """``forestbench plan``: job counts from the experiments expansion, core-hours from records or the stated model."""
 import functools
+import gzip
 import json
 import math
 import statistics
@@ -552,7 +553,7 @@ def test_scored_candidates_of_a_budgeted_grid_give_the_chunk_estimate_directly(t
 
 def test_candidates_held_by_chunk_files_calibrate_too(tmp_path):
     # a resumed run restores the chunk files of its unfinished splits without their candidate files: the candidates
-    # those chunks hold calibrate as the cache's do, each fingerprint once
+    # those chunks hold calibrate as the cache's do, each fingerprint once; so do those kept in the archive
     plan = Plan(_tuned_config(), source="test", schema_dir=REPO / "workflow" / "schemas")
     row = lambda report: next(v for v in report.variants if v.variant == "gb (tuning)")  # noqa: E731
     small, large = {"learning_rate": 0.1, "max_leaf_nodes": 2}, {"learning_rate": 0.5, "max_leaf_nodes": 8}
@@ -572,6 +573,17 @@ def test_candidates_held_by_chunk_files_calibrate_too(tmp_path):
     got = row(make_plan(plan, results=chunked))
     assert (got.source, got.n_records) == ("recorded", 2)
     assert got.wall_s == pytest.approx(expected.wall_s)
+    # the same candidates kept in the archive alone (a fresh clone): a candidate file and a pending chunk
+    kept = tmp_path / "archive" / "g" / "tuning" / "linnerud" / "gb"
+    (kept / "candidates").mkdir(parents=True)
+    (kept / "candidates" / "fa.json.gz").write_bytes(gzip.compress(
+        json.dumps({"fingerprint": "fa", "params": small, "fit_seconds": 0.3}).encode()))
+    (kept / "repeat-1" / "pending").mkdir(parents=True)
+    (kept / "repeat-1" / "pending" / "chunk-0.json.gz").write_bytes(gzip.compress(chunk.read_bytes()))
+    archived = row(make_plan(plan, results=tmp_path / "nothing", archive=tmp_path / "archive"))
+    assert (archived.source, archived.n_records) == ("recorded", 2)
+    assert archived.wall_s == pytest.approx(expected.wall_s)
+
     chunk.write_text("{not json")
     with pytest.raises(DataError, match="chunk-0.json"):
         make_plan(plan, results=chunked)
@@ -643,7 +655,7 @@ def test_the_plan_counts_what_a_resumed_run_still_fits(tmp_path):
         (folder / rel).write_text(json.dumps({"results": []}))
     pending = kept / "g" / "tuning" / "linnerud" / "gb" / "repeat-1" / "pending" / "chunk-1.json.gz"
     pending.parent.mkdir(parents=True)
-    pending.write_bytes(b"")
+    pending.write_bytes(gzip.compress(json.dumps({"results": []}).encode()))
     _write_record(results, "g", "linnerud", "gb", 3, 1.0, 0.0, plan=tuned)
     rows = {v.variant: v for v in make_plan(tuned, results=results, archive=kept).variants}
     assert tuned.experiments["g"].n_chunks(tuned.experiments["g"].variant("gb")) == 2
@@ -740,8 +752,6 @@ def test_records_calibrate_only_when_their_parameters_and_rows_match(tmp_path):
 
 def _archive_record(results: Path, archive: Path, rel: str) -> None:
     """Move ``results/<rel>`` (a run record) into ``archive`` where ``archive add`` keeps it, gzip-compressed."""
-    import gzip
-
     from forestbench.archive import _archived_name
 
     src = results / rel

@@ -540,46 +540,62 @@ def training_shape(shape: dict | None, protocol: dict) -> dict | None:
     return shape if rows is None else {**shape, "n": rows}
 
 
-def _scored_candidates(folder: Path):
+def _read_json(path: Path):
+    """A JSON file, or a gzip-compressed one (``.gz``) as the archive keeps it."""
+    return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+
+
+def _scored_candidates(folder: Path, kept: Path | None = None):
     """``(where, candidate document)`` of every candidate a tuned variant has scored: the files of its candidate cache
     (``<folder>/candidates/<fingerprint>.json``), then those its chunk files hold (``<folder>/repeat-*/chunk-*.json``,
     ``results``) that the cache does not: a resumed run restores the chunks of its unfinished splits without their
-    candidate files (``forestbench.archive``). Files being written (a leading ".") are skipped."""
+    candidate files (``forestbench.archive``); then the same from the variant's folder of the archive, ``kept``
+    (``candidates/<fingerprint>.json.gz``, ``repeat-*/pending/chunk-*.json.gz``). Each fingerprint once; files being
+    written (a leading ".") are skipped."""
     seen = set()
-    for path in sorted((folder / "candidates").glob("*.json")):
-        if path.name.startswith("."):
-            continue
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise DataError(f"tuning candidate {path} is unreadable ({exc}); delete it and rerun its chunk") from None
-        seen.add(doc.get("fingerprint", path.stem) if isinstance(doc, dict) else path.stem)
-        yield path, doc
-    for path in sorted(folder.glob("repeat-*/chunk-*.json")):
-        if path.name.startswith("."):
-            continue
-        try:
-            results = json.loads(path.read_text())["results"]
-            docs = [doc for doc in results if doc.get("fingerprint") not in seen]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise DataError(f"tuning chunk {path} is unreadable ({exc}); delete it and rerun its chunk") from None
-        for doc in docs:
-            seen.add(doc.get("fingerprint"))
-            yield path, doc
+    sources = [(folder / "candidates", "*.json", folder, "repeat-*/chunk-*.json")]
+    if kept is not None:
+        sources.append((kept / "candidates", "*.json.gz", kept, "repeat-*/pending/chunk-*.json.gz"))
+    for cache, pattern, root, chunks in sources:
+        for path in sorted(cache.glob(pattern)):
+            if path.name.startswith("."):
+                continue
+            try:
+                doc = _read_json(path)
+            except (OSError, EOFError, ValueError) as exc:
+                raise DataError(f"tuning candidate {path} is unreadable ({exc}); delete it and rerun its chunk") \
+                    from None
+            key = doc.get("fingerprint", path.name.split(".")[0]) if isinstance(doc, dict) else path.name
+            if key not in seen:
+                seen.add(key)
+                yield path, doc
+        for path in sorted(root.glob(chunks)):
+            if path.name.startswith("."):
+                continue
+            try:
+                results = _read_json(path)["results"]
+                docs = [doc for doc in results if doc.get("fingerprint") not in seen]
+            except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise DataError(f"tuning chunk {path} is unreadable ({exc}); delete it and rerun its chunk") \
+                    from None
+            for doc in docs:
+                seen.add(doc.get("fingerprint"))
+                yield path, doc
 
 
 def candidate_calibration(results: str | Path, experiment: str, dataset: str, variant, exp, shape: dict | None,
-                          sparse: bool) -> tuple[float, int, float, float]:
+                          sparse: bool, archive: str | Path | None = None) -> tuple[float, int, float, float]:
     """``(measured / modelled fit seconds, number of candidates, measured fit seconds per candidate, modelled scoring
     seconds per candidate)`` over the candidates of a tuned variant already scored under
     ``results/tuning/<experiment>/<dataset>/<variant>`` (every repeat: its candidate files and its chunk files,
-    ``_scored_candidates``); ``(1.0, 0, 0.0, 0.0)`` when none is. A candidate is the chunk job's record of it: its
-    ``params``, ``fit_seconds`` (summed over validation folds, the fits only) and, when staged, the ``stages`` it
-    scored, each charged ``resources.staged_score_seconds``."""
+    ``_scored_candidates``), and in the results archive ``archive``; ``(1.0, 0, 0.0, 0.0)`` when none is. A
+    candidate is the chunk job's record of it: its ``params``, ``fit_seconds`` (summed over validation folds, the
+    fits only) and, when staged, the ``stages`` it scored, each charged ``resources.staged_score_seconds``."""
     from forestbench.workflow.methods import get_method
 
     folder = Path(results) / "tuning" / experiment / dataset / variant.name
-    if not folder.is_dir():
+    kept = Path(archive) / experiment / "tuning" / dataset / variant.name if archive else None
+    if not folder.is_dir() and not (kept is not None and kept.is_dir()):
         return 1.0, 0, 0.0, 0.0
     method = get_method(variant.method)
     n, p, d = res.shape_of(shape)
@@ -588,7 +604,7 @@ def candidate_calibration(results: str | Path, experiment: str, dataset: str, va
     density = res.input_density(shape)
     measured = modelled = scoring = 0.0
     count = 0
-    for path, doc in _scored_candidates(folder):
+    for path, doc in _scored_candidates(folder, kept):
         try:
             seconds, params = float(doc["fit_seconds"]), dict(doc["params"])
             scored = len(doc.get("stages") or [])
@@ -696,7 +712,7 @@ def make_plan(plan, results: str | Path = "results", chunk: int = 1, tune_chunk:
                     n_tune += n_chunks
                     jobs["select"] += fits
                     factor, n_done, mean_s, mean_scoring = candidate_calibration(results, name, dataset, variant,
-                                                                                 exp, fit_shape, sparse)
+                                                                                 exp, fit_shape, sparse, archive)
                     req = res.fit_requests(shape, variant.params, 1, cost=chunk_cost, threads=exp.threads,
                                            sparse=sparse)
                     model_chunk_s = res.cost_job_seconds(chunk_cost, threads=exp.threads)
