@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import socket
@@ -131,6 +132,13 @@ def write_text_if_changed(path: str | os.PathLike, text: str) -> Path:
         pass
     write_text(path, text)
     return path
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """A JSON file; a ``.gz`` one decompressed first (the results archive keeps its files gzip-compressed). Raises
+    OSError (gzip.BadGzipFile included), EOFError (a cut-off gzip stream) or ValueError, for the caller to name."""
+    path = Path(path)
+    return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -16,13 +16,12 @@ table and named, with the reason, in the collect log; the report then lists thei
 """
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
 import pandas as pd
 
-from forestbench._io import atomic_path, write_json
+from forestbench._io import atomic_path, read_json, write_json
 from forestbench.datasets.splits import n_splits_of
 from forestbench.errors import ConfigError, DataError
 from forestbench.workflow.records import CODE_PACKAGES, code_versions, config_sha256, fingerprint_of
@@ -41,9 +40,7 @@ def read_record(path: str | Path) -> dict:
     """A run record; a ``.gz`` one is read as the archive keeps it (gzip-compressed, ``forestbench.archive``)."""
     path = Path(path)
     try:
-        if path.suffix == ".gz":
-            return json.loads(gzip.decompress(path.read_bytes()))
-        return json.loads(path.read_text())
+        return read_json(path)
     except (OSError, EOFError, ValueError) as exc:   # gzip.BadGzipFile is an OSError
         advice = ("restore it from git (git checkout -- <file>) or delete it and refit its run" if path.suffix == ".gz"
                   else "delete it and rerun its job")

@@ -49,7 +49,6 @@ Snakemake merges them); without ``--configfile`` the default is planned.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import statistics
@@ -59,6 +58,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from forestbench._io import read_json
 from forestbench.workflow import resources as res
 from forestbench.errors import ConfigError, DataError
 from forestbench.workflow.tuning import SKLEARN_CLOCKS
@@ -235,10 +235,10 @@ def cost_signature(method, params, threads, tune) -> str | None:
 
 def _timed_record(path: Path, archived: bool = False) -> TimedRecord:
     try:
-        record = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+        record = read_json(path)
         key = (str(record["experiment"]), str(record["dataset"]), str(record["variant"]))
         wall = float(record["fit_wall_s"]) + float(record.get("predict_wall_s") or 0.0)
-    except (OSError, ValueError) as exc:
+    except (OSError, EOFError, ValueError) as exc:
         raise DataError(f"run record {path} is unreadable ({exc}); delete it or rerun its job") from None
     except (KeyError, TypeError) as exc:
         raise DataError(f"run record {path} lacks the field {exc} (experiment, dataset, variant, "
@@ -540,11 +540,6 @@ def training_shape(shape: dict | None, protocol: dict) -> dict | None:
     return shape if rows is None else {**shape, "n": rows}
 
 
-def _read_json(path: Path):
-    """A JSON file, or a gzip-compressed one (``.gz``) as the archive keeps it."""
-    return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
-
-
 def _scored_candidates(folder: Path, kept: Path | None = None):
     """``(where, candidate document)`` of every candidate a tuned variant has scored: the files of its candidate cache
     (``<folder>/candidates/<fingerprint>.json``), then those its chunk files hold (``<folder>/repeat-*/chunk-*.json``,
@@ -561,7 +556,7 @@ def _scored_candidates(folder: Path, kept: Path | None = None):
             if path.name.startswith("."):
                 continue
             try:
-                doc = _read_json(path)
+                doc = read_json(path)
             except (OSError, EOFError, ValueError) as exc:
                 raise DataError(f"tuning candidate {path} is unreadable ({exc}); delete it and rerun its chunk") \
                     from None
@@ -573,7 +568,7 @@ def _scored_candidates(folder: Path, kept: Path | None = None):
             if path.name.startswith("."):
                 continue
             try:
-                results = _read_json(path)["results"]
+                results = read_json(path)["results"]
                 docs = [doc for doc in results if doc.get("fingerprint") not in seen]
             except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise DataError(f"tuning chunk {path} is unreadable ({exc}); delete it and rerun its chunk") \
